@@ -1,0 +1,28 @@
+#pragma once
+// The engine: runs the tape backwards on the calling thread. See Note [The engine].
+#include <strata/autograd/node.h>
+
+namespace strata::autograd {
+
+// Accumulates d(tensors)/d(leaves) into the leaves' .grad. grad_tensors may be empty for
+// one-element outputs (a gradient of one is used).
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {}, bool retain_graph = false,
+              bool create_graph = false);
+
+// Returns d(outputs)/d(inputs) without touching .grad. An input the outputs do not depend on
+// throws unless allow_unused (then its gradient is undefined).
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs = {},
+                 bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
+
+// While one is alive, backward checks every gradient a Node returns for NaN and throws,
+// naming the Node and the forward op that recorded it.
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard();
+  ~DetectAnomalyGuard();
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+  static bool is_enabled();
+};
+
+}  // namespace strata::autograd

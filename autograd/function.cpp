@@ -1,0 +1,176 @@
+#include <strata/autograd/function.h>
+
+#include <algorithm>
+
+#include <strata/ops/ops.h>
+
+namespace strata::autograd {
+
+SavedVariable::SavedVariable(const Tensor& tensor, bool is_output, const std::shared_ptr<Node>& node)
+    : is_output_(is_output), was_defined_(tensor.defined()) {
+  if (!tensor.defined()) return;
+  saved_version_ = tensor.version();
+  output_nr_ = tensor.output_nr();
+  if (auto fn = tensor.grad_fn()) producer_ = fn->name();
+  if (is_output) {
+    // Shares storage and version counter, but not the grad_fn (that would be a cycle).
+    data_ = tensor.detach();
+    grad_fn_ = node;
+  } else {
+    data_ = tensor;
+  }
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, std::string_view owner_name) const {
+  STRATA_CHECK(!released_, "[", owner_name,
+               "] Trying to backward through the graph a second time (or to use saved tensors after they were "
+               "freed); pass retain_graph=true the first time if you need to go through it again.");
+  if (!was_defined_) return Tensor();
+  const uint32_t current = data_.version();
+  STRATA_CHECK(current == saved_version_, "[", owner_name,
+               "] one of the variables needed for gradient computation has been modified by an inplace operation: [",
+               data_.dtype(), " ", data_.sizes(), "], which is output ", output_nr_, " of ",
+               producer_.empty() ? (is_output_ ? std::string(owner_name) : std::string("a leaf")) : producer_,
+               ", is at version ", current, "; expected version ", saved_version_, " instead.");
+  if (!is_output_) return data_;
+  // A saved output comes back attached to its Node, so double backward can go through it.
+  Tensor result = data_.detach();
+  if (std::shared_ptr<Node> node = grad_fn_.lock(); node && node == owner) detail::set_history(result, node, output_nr_);
+  return result;
+}
+
+void SavedVariable::reset() {
+  data_ = Tensor();
+  released_ = true;
+}
+
+IValue& SavedData::operator[](std::string_view key) {
+  for (auto& [name, value] : entries_)
+    if (name == key) return value;
+  entries_.emplace_back(std::string(key), IValue());
+  return entries_.back().second;
+}
+
+const IValue& SavedData::at(std::string_view key) const {
+  for (const auto& [name, value] : entries_)
+    if (name == key) return value;
+  strata::detail::throw_error<ValueError>("[saved_data] no value saved under '", key, "'");
+}
+
+bool SavedData::contains(std::string_view key) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry.first == key; });
+}
+
+void AutogradContext::save_for_backward(tensor_list tensors) { to_save_ = std::move(tensors); }
+
+tensor_list AutogradContext::get_saved_variables() const {
+  tensor_list result;
+  result.reserve(saved_.size());
+  std::shared_ptr<Node> node = node_.lock();
+  STRATA_CHECK(!released_, "[", node_name_,
+               "] Trying to backward through the graph a second time (or to use saved tensors after they were "
+               "freed); pass retain_graph=true the first time if you need to go through it again.");
+  // Before wiring (inside forward) the tensors come back as given.
+  if (saved_.empty() && !to_save_.empty()) return to_save_;
+  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node, node_name_));
+  return result;
+}
+
+void AutogradContext::mark_dirty(const tensor_list& tensors) {
+  for (const Tensor& t : tensors) dirty_.insert(t.impl());
+}
+void AutogradContext::mark_non_differentiable(const tensor_list& tensors) {
+  for (const Tensor& t : tensors) non_differentiable_.insert(t.impl());
+}
+bool AutogradContext::needs_input_grad(size_t index) const {
+  return index < needs_input_grad_.size() && needs_input_grad_[index];
+}
+
+void AutogradContext::save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node) {
+  saved_.reserve(to_save_.size());
+  for (const Tensor& t : to_save_) {
+    bool is_output = t.defined() && std::any_of(outputs.begin(), outputs.end(),
+                                                [&](const Tensor& out) { return out.impl() == t.impl(); });
+    saved_.emplace_back(t, is_output, node);
+  }
+  to_save_.clear();
+}
+
+void AutogradContext::release() {
+  for (SavedVariable& saved : saved_) saved.reset();
+  to_save_.clear();
+  saved_data.clear();
+  released_ = true;
+}
+
+namespace detail {
+
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+                  const std::vector<const TensorImpl*>& input_impls) {
+  ctx.node_name_ = node->name();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& output = outputs[i];
+    node->add_output_metadata(output);
+    if (!output.defined()) continue;
+    const bool is_input = std::find(input_impls.begin(), input_impls.end(), output.impl()) != input_impls.end();
+    if (ctx.non_differentiable_.count(output.impl())) continue;
+    if (is_input && ctx.dirty_.count(output.impl())) {
+      check_inplace(output, node->name().c_str());
+    } else if (is_input) {
+      // An input returned as it is: give the output its own identity (an alias) to record on.
+      output = strata::detail::make_view(output, output.sizes(), output.strides(), output.storage_offset());
+    }
+    STRATA_CHECK_TYPE(output.is_floating_point(), "[", node->name(), "] output ", i, " is ", output.dtype(),
+                      ": only floating-point outputs can require grad; mark it non-differentiable");
+    set_history(output, node, static_cast<uint32_t>(i));
+  }
+  ctx.save_variables(outputs, node);
+}
+
+// A gradient shaped like its input, or reducible to it by summing broadcast dims.
+Tensor fit_gradient(std::string_view name, size_t index, Tensor grad, const TensorMetadata& input) {
+  if (grad.sizes() == input.shape.ref()) return grad;
+  DimVector target = input.shape;
+  bool reducible = grad.dim() >= static_cast<int64_t>(target.size());
+  for (size_t i = 0; reducible && i < target.size(); ++i) {
+    int64_t g = grad.size(grad.dim() - target.size() + i);
+    reducible = target[i] == g || target[i] == 1;
+  }
+  STRATA_CHECK_VALUE(reducible, "[", name, "] backward returned a gradient of shape ", grad.sizes(),
+                     " for forward input ", index, " of shape ", input.shape.ref());
+  return sum_to(grad, target.ref());
+}
+
+tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs) {
+  STRATA_CHECK_VALUE(grads.size() == inputs.edges.size(), "[", name, "] backward returned ", grads.size(),
+                     " gradients but forward took ", inputs.edges.size(), " arguments (return one per argument; an "
+                     "undefined Tensor means no gradient)");
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const TensorMetadata& input = inputs.metadata[i];
+    STRATA_CHECK_VALUE(input.defined, "[", name, "] backward returned a gradient for argument ", i,
+                       ", which is not a tensor");
+    if (!inputs.edges[i].valid()) {
+      grads[i] = Tensor();  // the input does not require grad
+      continue;
+    }
+    grads[i] = fit_gradient(name, i, std::move(grads[i]), input);
+    if (grads[i].dtype() != input.dtype || grads[i].device() != input.device)
+      grads[i] = grads[i].to(TensorOptions().dtype(input.dtype).device(input.device));
+  }
+  return std::move(grads);
+}
+
+void materialize(tensor_list& grads, const Node& node) {
+  for (size_t i = 0; i < grads.size() && i < node.num_outputs(); ++i)
+    if (!grads[i].defined() && node.output_metadata(i).defined) grads[i] = node.output_metadata(i).zeros();
+}
+
+std::string function_name(const char* mangled) {
+  std::string name = strata::detail::demangle(mangled);
+  size_t last = name.rfind("::");
+  return last == std::string::npos ? name : name.substr(last + 2);
+}
+
+}  // namespace detail
+}  // namespace strata::autograd

@@ -1,0 +1,216 @@
+#pragma once
+// Custom autograd Functions (CRTP, as in LibTorch) and autograd::kernel<F>(), which makes a
+// Function the Autograd kernel of an operator. Built-in derivatives use the same path.
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <strata/autograd/grad_mode.h>
+#include <strata/autograd/variable.h>
+#include <strata/dispatch/ivalue.h>
+#include <strata/dispatch/kernel.h>
+
+namespace strata::autograd {
+
+// A tensor saved for backward, with the version it had then.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  // An output of `node` is kept without its grad_fn (a strong reference would be a cycle).
+  SavedVariable(const Tensor& tensor, bool is_output, const std::shared_ptr<Node>& node);
+  // Throws when the tensor was modified in place since it was saved, or was released.
+  Tensor unpack(const std::shared_ptr<Node>& owner, std::string_view owner_name) const;
+  void reset();
+
+ private:
+  Tensor data_;
+  std::weak_ptr<Node> grad_fn_;   // for saved outputs
+  uint32_t output_nr_ = 0;
+  uint32_t saved_version_ = 0;
+  bool is_output_ = false;
+  bool was_defined_ = false;
+  bool released_ = false;
+  std::string producer_;          // the op that made the tensor, for error messages
+};
+
+// Values a Function keeps for backward: ctx->saved_data["beta"] = beta.
+class SavedData {
+ public:
+  IValue& operator[](std::string_view key);
+  const IValue& at(std::string_view key) const;  // throws ValueError for an unknown key
+  bool contains(std::string_view key) const;
+  void clear() { entries_.clear(); }
+
+ private:
+  std::vector<std::pair<std::string, IValue>> entries_;
+};
+
+class AutogradContext;
+namespace detail {
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+                  const std::vector<const TensorImpl*>& input_impls);
+}
+
+class AutogradContext {
+ public:
+  void save_for_backward(tensor_list tensors);
+  tensor_list get_saved_variables() const;
+  void mark_dirty(const tensor_list& tensors);
+  void mark_non_differentiable(const tensor_list& tensors);
+  // Whether forward argument i needs a gradient (false for non-tensor arguments).
+  bool needs_input_grad(size_t index) const;
+  void set_materialize_grads(bool value) { materialize_grads_ = value; }
+
+  SavedData saved_data;
+
+ private:
+  template <class T>
+  friend class CppNode;
+  template <class T>
+  friend struct Function;
+  friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+                                   const std::vector<const TensorImpl*>& input_impls);
+
+  void save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node);
+  void release();
+
+  tensor_list to_save_;
+  std::vector<SavedVariable> saved_;
+  std::unordered_set<const TensorImpl*> dirty_;
+  std::unordered_set<const TensorImpl*> non_differentiable_;
+  std::vector<bool> needs_input_grad_;
+  std::weak_ptr<Node> node_;
+  std::string node_name_;
+  bool materialize_grads_ = true;
+  bool released_ = false;
+};
+
+namespace detail {
+
+// The forward arguments' gradient plumbing, computed before forward runs.
+struct ForwardInputs {
+  edge_list edges;                      // one per forward argument; invalid for non-tensors
+  std::vector<TensorMetadata> metadata;  // one per forward argument
+  std::vector<bool> needs_grad;
+  bool any_requires_grad = false;
+};
+template <class A>
+void collect_input(ForwardInputs& inputs, const A& argument) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) {
+    bool needs = requires_grad(argument);
+    inputs.edges.push_back(needs ? gradient_edge(argument) : Edge{});
+    inputs.metadata.push_back(TensorMetadata::of(argument));
+    inputs.needs_grad.push_back(needs);
+    inputs.any_requires_grad = inputs.any_requires_grad || needs;
+  } else {
+    inputs.edges.emplace_back();
+    inputs.metadata.emplace_back();
+    inputs.needs_grad.push_back(false);
+  }
+}
+
+// Wires a Function's outputs into the tape after its forward ran.
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+                  const std::vector<const TensorImpl*>& input_impls);
+// The checks and shape fixes every backward result goes through.
+tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs);
+void materialize(tensor_list& grads, const Node& node);
+std::string function_name(const char* mangled);
+
+template <class T>
+concept HasName = requires { T::name(); };
+
+}  // namespace detail
+
+template <class T>
+class CppNode final : public Node {
+ public:
+  std::string name() const override {
+    if constexpr (detail::HasName<T>) return std::string(T::name());
+    else return detail::function_name(typeid(T).name());
+  }
+
+  tensor_list apply(tensor_list&& grads) override {
+    check_not_released();
+    if (ctx_.materialize_grads_) detail::materialize(grads, *this);
+    tensor_list results = T::backward(&ctx_, std::move(grads));
+    return detail::validate_gradients(name(), std::move(results), inputs_);
+  }
+  void release_variables() override { ctx_.release(); }
+
+  AutogradContext ctx_;
+  detail::ForwardInputs inputs_;
+};
+
+template <class T>
+struct Function {
+  // Runs T::forward with the Autograd key excluded and, when grad mode is on and an input
+  // requires grad, records a CppNode<T> whose backward is T::backward.
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    auto node = std::make_shared<CppNode<T>>();
+    detail::ForwardInputs& inputs = node->inputs_;
+    inputs.edges.reserve(sizeof...(Args));
+    (detail::collect_input(inputs, args), ...);
+    const bool record = inputs.any_requires_grad && is_grad_enabled();
+    node->ctx_.needs_input_grad_ = inputs.needs_grad;
+    node->ctx_.node_ = node;
+    std::vector<const TensorImpl*> input_impls;
+    (collect_impl(input_impls, args), ...);
+
+    using Result = decltype(T::forward(&node->ctx_, std::forward<Args>(args)...));
+    static_assert(std::is_same_v<Result, Tensor> || std::is_same_v<Result, tensor_list>,
+                  "strata: Function::forward returns Tensor or tensor_list");
+    auto result = [&] {
+      NoGradGuard no_grad;
+      return T::forward(&node->ctx_, std::forward<Args>(args)...);
+    }();
+    if (!record) {
+      node->ctx_.node_.reset();
+      return result;
+    }
+    if constexpr (std::is_same_v<Result, Tensor>) {
+      tensor_list outputs{std::move(result)};
+      finish(node, outputs, input_impls);
+      return std::move(outputs[0]);
+    } else {
+      finish(node, result, input_impls);
+      return result;
+    }
+  }
+
+ private:
+  template <class A>
+  static void collect_impl(std::vector<const TensorImpl*>& impls, const A& argument) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) impls.push_back(argument.impl());
+    else impls.push_back(nullptr);
+  }
+  static void finish(const std::shared_ptr<CppNode<T>>& node, tensor_list& outputs,
+                     const std::vector<const TensorImpl*>& input_impls) {
+    node->mutable_next_edges() = node->inputs_.edges;
+    detail::wire_outputs(node, node->ctx_, outputs, input_impls);
+  }
+};
+
+namespace detail {
+template <class F, class R, class... Args>
+struct FunctionKernel {
+  R operator()(Args... args) const { return F::apply(args...); }
+};
+template <class F, class R, class... Args>
+strata::detail::KernelBundle make_function_kernel(R (*)(AutogradContext*, Args...)) {
+  return strata::detail::make_kernel(FunctionKernel<F, R, Args...>{});
+}
+}  // namespace detail
+
+// The Autograd kernel of an operator whose schema matches F::forward's arguments after ctx.
+template <class F>
+strata::detail::KernelBundle kernel() {
+  return detail::make_function_kernel<F>(&F::forward);
+}
+
+}  // namespace strata::autograd

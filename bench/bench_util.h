@@ -1,0 +1,46 @@
+#pragma once
+// Benchmarks report ratios: a reference measured in the same run sits beside each figure.
+// RatioReporter prints "name / reference = x" lines after the usual table.
+#include <benchmark/benchmark.h>
+
+#include <iostream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::bench {
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  // Each pair: (benchmark name, reference benchmark name).
+  explicit RatioReporter(std::vector<std::pair<std::string, std::string>> pairs) : pairs_(std::move(pairs)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs)
+      if (run.run_type == Run::RT_Iteration) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::cout << "\nratios (time / reference time; lower is faster):\n";
+    for (const auto& [name, reference] : pairs_) {
+      if (!times_.count(name) || !times_.count(reference)) continue;
+      std::cout << "  " << name << " / " << reference << " = " << times_[name] / times_[reference] << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pairs_;
+  std::map<std::string, double> times_;
+};
+
+inline int run_with_ratios(int argc, char** argv, std::vector<std::pair<std::string, std::string>> pairs) {
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter(std::move(pairs));
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace strata::bench

@@ -1,0 +1,173 @@
+#include <strata/dispatch/library.h>
+
+#include <algorithm>
+
+#include <strata/dispatch/operator_entry.h>
+
+namespace strata {
+namespace detail {
+
+void LibraryState::undo() {
+  auto& reg = registry();
+  std::lock_guard lock(reg.mutex);
+  if (undone) return;
+  undone = true;
+  for (auto it = undo_log.rbegin(); it != undo_log.rend(); ++it) {
+    switch (it->what) {
+      case Undo::What::Schema: {
+        const SchemaRegistration* old = it->entry->schema.exchange(nullptr);
+        // A concurrent call may still read it: keep it alive. See Note [Lock-free calls].
+        if (old) reg.graveyard.push_back(std::shared_ptr<void>(const_cast<SchemaRegistration*>(old), [](void* p) { delete static_cast<SchemaRegistration*>(p); }));
+        break;
+      }
+      case Undo::What::Kernel: {
+        auto& stack = it->entry->registrations[static_cast<int>(it->key)];
+        auto found = std::find_if(stack.begin(), stack.end(), [&](const Registration& r) { return r.id == it->id; });
+        if (found == stack.end()) break;
+        if (found->kernel.owner) reg.graveyard.push_back(found->kernel.owner);
+        stack.erase(found);
+        it->entry->publish_table();
+        break;
+      }
+      case Undo::What::Fallback: {
+        auto& stack = reg.fallbacks[static_cast<int>(it->key)];
+        auto found = std::find_if(stack.begin(), stack.end(), [&](const Registration& r) { return r.id == it->id; });
+        if (found == stack.end()) break;
+        if (found->kernel.owner) reg.graveyard.push_back(found->kernel.owner);
+        stack.erase(found);
+        reg.publish_fallback(it->key);
+        break;
+      }
+      case Undo::What::Namespace: reg.defining_library_site.erase(ns); break;
+    }
+  }
+  undo_log.clear();
+}
+
+namespace {
+
+void check_namespace(const std::string& ns) {
+  bool valid = !ns.empty() && (std::isalpha(static_cast<unsigned char>(ns[0])) || ns[0] == '_');
+  for (char c : ns) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  STRATA_CHECK_VALUE(valid, "[Library] invalid namespace '", ns, "': use letters, digits and '_'");
+}
+
+// "name", "name.overload" or "ns::name.overload" -> "ns::name.overload" in this namespace.
+std::string qualify(const std::string& ns, std::string_view name, const char* what) {
+  auto separator = name.find("::");
+  if (separator == std::string_view::npos) return ns + "::" + std::string(name);
+  STRATA_CHECK_VALUE(name.substr(0, separator) == ns, "[", name, "] ", what, ": a Library of namespace '", ns,
+                     "' cannot register operators of namespace '", name.substr(0, separator), "'");
+  return std::string(name);
+}
+
+}  // namespace
+
+std::string describe_missing_op(Registry& reg, std::string_view name);
+
+}  // namespace detail
+
+Library::Library(std::string ns, Kind kind, std::optional<DispatchKey> key, std::source_location where)
+    : Library(std::move(ns), kind, key, where.file_name(), static_cast<int>(where.line())) {}
+
+Library::Library(std::string ns, Kind kind, std::optional<DispatchKey> key, const char* file, int line)
+    : state_(std::make_shared<detail::LibraryState>()) {
+  detail::check_namespace(ns);
+  state_->ns = std::move(ns);
+  state_->kind = kind;
+  state_->key = key;
+  state_->site = detail::format_site(file, line);
+  if (kind != DEF) return;
+  auto& reg = detail::registry();
+  std::lock_guard lock(reg.mutex);
+  auto [it, inserted] = reg.defining_library_site.emplace(state_->ns, state_->site);
+  STRATA_CHECK_VALUE(inserted, "[", state_->ns, "] namespace defined twice: first by the DEF Library at ", it->second,
+                     ", again at ", state_->site, " (use FRAGMENT to add operators to a namespace)");
+  state_->undo_log.push_back({detail::LibraryState::Undo::What::Namespace});
+}
+
+Library::Library(Library&&) noexcept = default;
+Library& Library::operator=(Library&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->undo();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Library::~Library() {
+  if (state_) state_->undo();
+}
+
+const std::string& Library::ns() const { return state_->ns; }
+Library::Kind Library::kind() const { return state_->kind; }
+std::optional<DispatchKey> Library::key() const { return state_->key; }
+
+std::string_view Library::strip(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+Library& Library::def(std::string_view schema_text, AliasAnalysis alias, std::source_location where) {
+  STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
+  STRATA_CHECK_VALUE(state_->kind != IMPL, "[", state_->ns, "] def: an IMPL Library cannot define operators (at ",
+                     detail::format_site(where), ")");
+  FunctionSchema schema = parse_schema(schema_text);
+  std::string full = detail::qualify(state_->ns, schema.full_name(), "def");
+  schema.name = full.substr(0, full.find('.', full.find("::") + 2));
+  const std::string site = detail::format_site(where);
+  auto& reg = detail::registry();
+  std::lock_guard lock(reg.mutex);
+  detail::OperatorEntry& entry = reg.entry(full);
+  if (const auto* existing = entry.schema.load())
+    detail::throw_error<ValueError>("[", full, "] operator defined twice: first at ", existing->site, ", again at ", site);
+  auto* registration = new detail::SchemaRegistration{reg.next_id++, std::move(schema), alias, site};
+  entry.schema.store(registration, std::memory_order_release);
+  state_->undo_log.push_back({detail::LibraryState::Undo::What::Schema, &entry});
+  return *this;
+}
+
+Library& Library::impl_bundle(std::string_view name, detail::KernelBundle kernel, std::optional<DispatchKey> key,
+                              std::source_location where) {
+  STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
+  const std::string full = detail::qualify(state_->ns, strip(name), "impl");
+  const std::string site = detail::format_site(where);
+  DispatchKey target = key.value_or(state_->key.value_or(DispatchKey::CompositeImplicitAutograd));
+  auto& reg = detail::registry();
+  std::lock_guard lock(reg.mutex);
+  detail::OperatorEntry* entry = reg.find(full);
+  const detail::SchemaRegistration* schema = entry ? entry->schema.load() : nullptr;
+  if (!schema)
+    detail::throw_error<ValueError>("[", full, "] impl for ", target, " at ", site, ": ",
+                                    detail::describe_missing_op(reg, full));
+  if (kernel.signature)
+    detail::check_signature(schema->schema, *kernel.signature, full, detail::str_cat("impl for ", dispatch_key_name(target)));
+  STRATA_CHECK_VALUE(kernel.function.valid(), "[", full, "] impl for ", target, ": kernel has no entry point");
+  auto& stack = entry->registrations[static_cast<int>(target)];
+  uint64_t id = reg.next_id++;
+  stack.push_back({id, std::move(kernel), site});
+  entry->publish_table();
+  state_->undo_log.push_back({detail::LibraryState::Undo::What::Kernel, entry, target, id});
+  return *this;
+}
+
+Library& Library::fallback(BoxedKernel kernel, std::source_location where) {
+  return fallback(detail::make_boxed_kernel_bundle(std::move(kernel)), where);
+}
+
+Library& Library::fallback(detail::KernelBundle kernel, std::source_location where) {
+  STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
+  const std::string site = detail::format_site(where);
+  STRATA_CHECK_VALUE(state_->key && is_runtime_key(*state_->key), "[", state_->ns,
+                     "] fallback at ", site, ": needs an IMPL Library with a runtime dispatch key");
+  DispatchKey key = *state_->key;
+  auto& reg = detail::registry();
+  std::lock_guard lock(reg.mutex);
+  uint64_t id = reg.next_id++;
+  reg.fallbacks[static_cast<int>(key)].push_back({id, std::move(kernel), site});
+  reg.publish_fallback(key);
+  state_->undo_log.push_back({detail::LibraryState::Undo::What::Fallback, nullptr, key, id});
+  return *this;
+}
+
+}  // namespace strata

@@ -1,0 +1,129 @@
+#pragma once
+// Libraries register operators (DEF, FRAGMENT) and kernels (IMPL); destroying one undoes
+// everything it registered. The STRATA_LIBRARY* macros make static ones.
+// See Note [Static library blocks] in library.cpp.
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+#include <strata/dispatch/dispatcher.h>
+
+namespace strata {
+
+enum class AliasAnalysis { FromSchema, Conservative, PureFunction };
+
+namespace detail {
+class LibraryState;
+}
+
+class Library {
+ public:
+  enum Kind { DEF, IMPL, FRAGMENT };
+
+  Library(std::string ns, Kind kind, std::optional<DispatchKey> key = {},
+          std::source_location where = std::source_location::current());
+  Library(std::string ns, Kind kind, std::optional<DispatchKey> key, const char* file, int line);
+  Library(Library&&) noexcept;
+  Library& operator=(Library&&) noexcept;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+  // Declares an operator of this library's namespace.
+  Library& def(std::string_view schema, AliasAnalysis alias = AliasAnalysis::FromSchema,
+               std::source_location where = std::source_location::current());
+  // Declares an operator and gives it a CompositeImplicitAutograd kernel.
+  template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, AliasAnalysis>)
+  Library& def(std::string_view schema, F&& composite_kernel,
+               std::source_location where = std::source_location::current()) {
+    def(schema, AliasAnalysis::FromSchema, where);
+    std::string_view name = schema.substr(0, schema.find('('));
+    return impl_bundle(strip(name), detail::make_kernel(std::forward<F>(composite_kernel)),
+                       DispatchKey::CompositeImplicitAutograd, where);
+  }
+  // Registers a kernel for "name" or "name.overload" under `key` (default: the library's key;
+  // CompositeImplicitAutograd when the library has none).
+  template <class F>
+  Library& impl(std::string_view name_with_overload, F&& fn, std::optional<DispatchKey> key = {},
+                std::source_location where = std::source_location::current()) {
+    return impl_bundle(name_with_overload, detail::make_kernel(std::forward<F>(fn)), key, where);
+  }
+  // A boxed kernel for every operator reached with this library's key and no kernel of its own.
+  Library& fallback(BoxedKernel kernel, std::source_location where = std::source_location::current());
+  Library& fallback(detail::KernelBundle kernel, std::source_location where = std::source_location::current());
+
+  const std::string& ns() const;
+  Kind kind() const;
+  std::optional<DispatchKey> key() const;
+  // Internal: the record of what this library registered (shared with LibraryHandle).
+  const std::shared_ptr<detail::LibraryState>& state() const { return state_; }
+
+ private:
+  Library& impl_bundle(std::string_view name, detail::KernelBundle kernel, std::optional<DispatchKey> key,
+                       std::source_location where);
+  static std::string_view strip(std::string_view text);
+  std::shared_ptr<detail::LibraryState> state_;
+};
+
+// A .so loaded with load_library; destroying it unregisters its libraries and closes it.
+class LibraryHandle {
+ public:
+  LibraryHandle() = default;
+  LibraryHandle(LibraryHandle&& other) noexcept;
+  LibraryHandle& operator=(LibraryHandle&& other) noexcept;
+  LibraryHandle(const LibraryHandle&) = delete;
+  LibraryHandle& operator=(const LibraryHandle&) = delete;
+  ~LibraryHandle();
+
+  const std::string& path() const { return path_; }
+  bool loaded() const { return handle_ != nullptr; }
+  // Operators the library defined ("ns::name.overload").
+  std::vector<std::string> defined_ops() const;
+  void unload();
+
+ private:
+  friend LibraryHandle load_library(const std::string& path);
+  std::string path_;
+  void* handle_ = nullptr;
+  std::vector<std::shared_ptr<detail::LibraryState>> libraries_;
+};
+
+// dlopens a .so of STRATA_LIBRARY blocks and registers them. Throws strata::Error with the
+// loader's reason when the file is missing or not a library, and undoes everything when a
+// block in it fails.
+LibraryHandle load_library(const std::string& path);
+
+namespace detail {
+using LibraryInitFunction = void (*)(Library&);
+// Holds a static library block; see Note [Static library blocks].
+class StaticLibraryBlock {
+ public:
+  StaticLibraryBlock(Library::Kind kind, const char* ns, std::optional<DispatchKey> key, LibraryInitFunction init,
+                     const char* file, int line);
+  ~StaticLibraryBlock();
+  StaticLibraryBlock(const StaticLibraryBlock&) = delete;
+  StaticLibraryBlock& operator=(const StaticLibraryBlock&) = delete;
+};
+}  // namespace detail
+
+}  // namespace strata
+
+#define STRATA_DETAIL_CONCAT_INNER(a, b) a##b
+#define STRATA_DETAIL_CONCAT(a, b) STRATA_DETAIL_CONCAT_INNER(a, b)
+#define STRATA_DETAIL_LIBRARY_BLOCK(kind, ns, key, m, uid)                                               \
+  static void STRATA_DETAIL_CONCAT(strata_library_init_, uid)(::strata::Library&);                       \
+  static const ::strata::detail::StaticLibraryBlock STRATA_DETAIL_CONCAT(strata_library_block_, uid)(    \
+      ::strata::Library::kind, #ns, key, &STRATA_DETAIL_CONCAT(strata_library_init_, uid), __FILE__, __LINE__); \
+  void STRATA_DETAIL_CONCAT(strata_library_init_, uid)(::strata::Library & m)
+
+// STRATA_LIBRARY(myops, m) { m.def("swish(Tensor x, float beta=1.0) -> Tensor"); }
+#define STRATA_LIBRARY(ns, m) \
+  STRATA_DETAIL_LIBRARY_BLOCK(DEF, ns, std::nullopt, m, STRATA_DETAIL_CONCAT(ns##_def_, __COUNTER__))
+#define STRATA_LIBRARY_FRAGMENT(ns, m) \
+  STRATA_DETAIL_LIBRARY_BLOCK(FRAGMENT, ns, std::nullopt, m, STRATA_DETAIL_CONCAT(ns##_fragment_, __COUNTER__))
+#define STRATA_LIBRARY_IMPL(ns, key, m)                                             \
+  STRATA_DETAIL_LIBRARY_BLOCK(IMPL, ns, ::strata::DispatchKey::key, m,              \
+                              STRATA_DETAIL_CONCAT(ns##_impl_##key##_, __COUNTER__))

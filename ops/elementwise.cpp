@@ -1,0 +1,205 @@
+// Broadcasting, type promotion (result_type) and the conversion/fill loops shared by the op
+// families. See Note [Elementwise loops] in elementwise.h.
+#include <strata/ops/elementwise.h>
+
+#include <cstring>
+#include <optional>
+
+namespace strata {
+
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  if (a == b) return DimVector(a);
+  const size_t ndim = std::max(a.size(), b.size());
+  DimVector result(ndim, 1);
+  for (size_t i = 0; i < ndim; ++i) {  // i counts from the right
+    const int64_t size_a = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t size_b = i < b.size() ? b[b.size() - 1 - i] : 1;
+    const size_t dim = ndim - 1 - i;
+    if (size_a == size_b || size_b == 1) {
+      result[dim] = size_a;
+    } else if (size_a == 1) {
+      result[dim] = size_b;
+    } else {
+      detail::throw_error<ValueError>("[", op, "] shapes ", a, " and ", b, " cannot be broadcast (dimension ", dim,
+                                      ": ", size_a, " vs ", size_b, ")");
+    }
+  }
+  return result;
+}
+
+// Note [Result type]
+// torch.result_type sorts operands into three groups: tensors with dimensions, zero-dim
+// tensors, and wrapped numbers (C++ Scalars here). Each group promotes within itself; then a
+// lower group only matters when it is of a higher category (bool < integral < floating) than
+// the group above it, or when the group above is bool. So int32[3] + int64 0-d -> int32,
+// int32[3] + 2.5 -> float32 (a floating Scalar counts as the default dtype), float16[3] + 2.5
+// -> float16, bool[3] + 1 -> int64, and two zero-dim tensors promote normally.
+namespace {
+
+struct ResultTypeState {
+  std::optional<ScalarType> dimensioned;
+  std::optional<ScalarType> zero_dim;
+  std::optional<ScalarType> wrapped;
+};
+
+void promote_into(std::optional<ScalarType>& slot, ScalarType type) {
+  slot = slot ? promote_types(*slot, type) : type;
+}
+
+void add_tensor(ResultTypeState& state, const Tensor& t) {
+  promote_into(t.dim() == 0 ? state.zero_dim : state.dimensioned, t.dtype());
+}
+
+std::optional<ScalarType> combine_categories(std::optional<ScalarType> higher, std::optional<ScalarType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (is_floating_point(*higher)) return higher;
+  if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+ScalarType resolve(const ResultTypeState& state) {
+  return *combine_categories(state.dimensioned, combine_categories(state.zero_dim, state.wrapped));
+}
+
+}  // namespace
+
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == b.dtype()) return a.dtype();
+  ResultTypeState state;
+  add_tensor(state, a);
+  add_tensor(state, b);
+  return resolve(state);
+}
+
+ScalarType result_type(const Tensor& a, const Scalar& b) {
+  ResultTypeState state;
+  add_tensor(state, a);
+  promote_into(state.wrapped, b.default_dtype());
+  return resolve(state);
+}
+
+namespace detail {
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.device() != b.device()) [[unlikely]]
+    throw_error<Error>("[", op, "] expected all tensors on the same device, got ", a.device(), " and ", b.device());
+}
+
+DimVector broadcast_strides(IntArrayRef sizes, const Tensor& t) {
+  const IntArrayRef t_sizes = t.sizes();
+  const IntArrayRef t_strides = t.strides();
+  const size_t offset = sizes.size() - t_sizes.size();
+  DimVector strides(sizes.size(), 0);
+  for (size_t d = 0; d < t_sizes.size(); ++d) strides[offset + d] = t_sizes[d] == 1 ? 0 : t_strides[d];
+  return strides;
+}
+
+bool can_cast(ScalarType from, ScalarType to) {
+  if (is_floating_point(from) && is_integral(to, /*include_bool=*/true)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+void check_can_cast(const char* op, ScalarType from, ScalarType to) {
+  if (!can_cast(from, to)) [[unlikely]]
+    throw_error<Error>("[", op, "] result type ", from, " can't be cast to the desired output type ", to);
+}
+
+void check_no_internal_overlap(const char* op, const Tensor& t) {
+  const IntArrayRef sizes = t.sizes();
+  const IntArrayRef strides = t.strides();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1 && strides[d] == 0) [[unlikely]]
+      throw_error<Error>("[", op, "] unsupported operation: more than one element of the written-to tensor refers to "
+                         "a single memory location (shape ", sizes, ", strides ", strides, "); clone() it first");
+  }
+}
+
+void throw_scalar_overflow(const char* op, const Scalar& value, ScalarType dtype) {
+  throw_error<ValueError>("[", op, "] value ", value, " cannot be converted to type ", dtype, " without overflow");
+}
+
+namespace {
+
+template <class D, class S>
+void convert_copy(const Tensor& dst, const Tensor& src) {
+  const int64_t n = dst.numel();
+  D* out = data_of<D>(dst);
+  const S* in = data_of<S>(src);
+  if (dst.is_contiguous() && src.is_contiguous() && src.numel() == n) {
+    run_chunked(n, [out, in](int64_t begin, int64_t end) {
+      D* __restrict o = out;
+      const S* __restrict x = in;
+      for (int64_t i = begin; i < end; ++i) o[i] = convert<D>(x[i]);
+    });
+    return;
+  }
+  const DimVector src_strides = broadcast_strides(dst.sizes(), src);
+  const auto geometry =
+      make_geometry<2>(dst.sizes(), {dst.strides(), src_strides.ref()}, {int64_t{sizeof(D)}, int64_t{sizeof(S)}});
+  run_rows<2>(geometry, {reinterpret_cast<char*>(out), reinterpret_cast<char*>(const_cast<S*>(in))},
+              [](char* const* p, int64_t count, const int64_t* s) {
+                if (s[0] == static_cast<int64_t>(sizeof(D)) && s[1] == static_cast<int64_t>(sizeof(S))) {
+                  D* o = reinterpret_cast<D*>(p[0]);
+                  const S* x = reinterpret_cast<const S*>(p[1]);
+                  for (int64_t i = 0; i < count; ++i) o[i] = convert<D>(x[i]);
+                } else {
+                  for (int64_t i = 0; i < count; ++i)
+                    *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
+                }
+              });
+}
+
+}  // namespace
+
+void copy_kernel(const Tensor& dst, const Tensor& src) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && src.numel() == n) {
+    char* out = static_cast<char*>(dst.impl()->data());
+    const char* in = static_cast<const char*>(src.impl()->data());
+    if (out == in) return;
+    const int64_t item = dst.element_size();
+    run_chunked(n, [out, in, item](int64_t begin, int64_t end) {
+      std::memcpy(out + begin * item, in + begin * item, static_cast<size_t>((end - begin) * item));
+    });
+    return;
+  }
+  visit_dtype(dst.dtype(), [&]<class D>() {
+    visit_dtype(src.dtype(), [&]<class S>() { convert_copy<D, S>(dst, src); });
+  });
+}
+
+Tensor cast_to(const Tensor& t, ScalarType dtype) {
+  Tensor out = make_empty(t.sizes(), dtype, t.device());
+  copy_kernel(out, t);
+  return out;
+}
+
+Tensor as_contiguous(const Tensor& t) { return t.is_contiguous() ? t : cast_to(t, t.dtype()); }
+
+void fill_kernel(const Tensor& dst, const Scalar& value, const char* op) {
+  visit_dtype(dst.dtype(), [&]<class T>() {
+    const T fill = static_cast<T>(checked_scalar<T>(value, op));
+    const int64_t n = dst.numel();
+    if (n == 0) return;
+    T* out = data_of<T>(dst);
+    if (dst.is_contiguous()) {
+      run_chunked(n, [out, fill](int64_t begin, int64_t end) { std::fill(out + begin, out + end, fill); });
+      return;
+    }
+    const auto geometry = make_geometry<1>(dst.sizes(), {dst.strides()}, {int64_t{sizeof(T)}});
+    run_rows<1>(geometry, {reinterpret_cast<char*>(out)}, [fill](char* const* p, int64_t count, const int64_t* s) {
+      for (int64_t i = 0; i < count; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = fill;
+    });
+  });
+}
+
+Scalar read_scalar(const Tensor& t) {
+  STRATA_INTERNAL_ASSERT(t.numel() == 1 && t.is_cpu(), "read_scalar needs one CPU element");
+  return visit_dtype(t.dtype(), [&]<class T>() { return Scalar(*data_of<T>(t)); });
+}
+
+}  // namespace detail
+}  // namespace strata

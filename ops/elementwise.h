@@ -1,0 +1,377 @@
+#pragma once
+// Internal to ops/ (not public API): broadcasting and promotion helpers, checked scalar
+// conversion, and the elementwise loops shared by the pointwise, creation, shape and
+// comparison kernels. See Note [Elementwise loops].
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include <strata/ops/ops.h>
+
+namespace strata::detail {
+
+// ---------------------------------------------------------------------------------------
+// Devices, shapes and dtypes.
+
+// Throws Error "[op] expected all tensors on the same device, got cpu and meta".
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+// Strides (in elements) of `t` seen with the broadcast shape `sizes`: 0 along broadcast dims.
+DimVector broadcast_strides(IntArrayRef sizes, const Tensor& t);
+// PyTorch's canCast: no floating -> integral, no non-bool -> bool.
+bool can_cast(ScalarType from, ScalarType to);
+// Throws Error "[op] result type Float32 can't be cast to the desired output type Int64".
+void check_can_cast(const char* op, ScalarType from, ScalarType to);
+// Throws Error when several elements of `t` share memory (an expanded tensor written to).
+void check_no_internal_overlap(const char* op, const Tensor& t);
+
+// ---------------------------------------------------------------------------------------
+// Kernel-level helpers for CPU tensors (no dispatch).
+
+// Copies src, broadcast to dst's shape, into dst with dtype conversion. Both on the CPU.
+void copy_kernel(const Tensor& dst, const Tensor& src);
+// A new contiguous CPU tensor with t's values converted to `dtype`.
+Tensor cast_to(const Tensor& t, ScalarType dtype);
+// t itself when contiguous, else a contiguous copy.
+Tensor as_contiguous(const Tensor& t);
+// Sets every element of dst to value (checked conversion; errors name `op`).
+void fill_kernel(const Tensor& dst, const Scalar& value, const char* op);
+// The single element of a one-element CPU tensor.
+Scalar read_scalar(const Tensor& t);
+
+// ---------------------------------------------------------------------------------------
+// Scalars.
+
+[[noreturn]] void throw_scalar_overflow(const char* op, const Scalar& value, ScalarType dtype);
+
+// Note [Checked scalar conversion]
+// A Scalar given by the user (a fill value, alpha, the `other` of add.Scalar) converts to a
+// dtype like PyTorch's checked_convert: out-of-range values throw instead of wrapping, except
+// that negative integers may wrap into unsigned types (uint8 - 1 works). The value is returned
+// in the compute type, so a Half tensor plus 0.1 adds 0.1f, not 0.1 rounded to Half.
+template <class T>
+compute_type_t<T> checked_scalar(const Scalar& value, const char* op) {
+  using C = compute_type_t<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return value.to_bool();
+  } else if constexpr (std::is_integral_v<T>) {
+    using Limits = std::numeric_limits<T>;
+    if (value.is_floating_point()) {
+      const double d = value.to_double();
+      if (!(d >= static_cast<double>(Limits::min()) - 1.0 && d <= static_cast<double>(Limits::max()) + 1.0))
+        throw_scalar_overflow(op, value, scalar_type_of<T>);
+      return static_cast<C>(d);
+    }
+    const int64_t v = value.to_long();
+    const bool fits = std::is_signed_v<T>
+                          ? v >= static_cast<int64_t>(Limits::min()) && v <= static_cast<int64_t>(Limits::max())
+                          : v <= static_cast<int64_t>(Limits::max()) && v >= -static_cast<int64_t>(Limits::max());
+    if (!fits) throw_scalar_overflow(op, value, scalar_type_of<T>);
+    return static_cast<C>(v);
+  } else {
+    const double d = value.to_double();
+    double max_value = 0;
+    if constexpr (std::is_same_v<T, Half>) max_value = 65504.0;
+    else if constexpr (std::is_same_v<T, BFloat16>) max_value = 3.3895313892515355e38;
+    else max_value = static_cast<double>(std::numeric_limits<T>::max());
+    if (std::isfinite(d) && std::abs(d) > max_value) throw_scalar_overflow(op, value, scalar_type_of<T>);
+    return static_cast<C>(d);
+  }
+}
+
+// Value conversion between storage types (through float for the 16-bit floats).
+template <class To, class From>
+inline To convert(From value) {
+  if constexpr (std::is_same_v<To, From>) return value;
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
+    return To(static_cast<float>(value));
+  else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+    return static_cast<To>(static_cast<float>(value));
+  else return static_cast<To>(value);
+}
+
+// Integer arithmetic that wraps like PyTorch's instead of overflowing into undefined behaviour.
+template <class C>
+inline C wrapping_add(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return static_cast<C>(static_cast<std::make_unsigned_t<C>>(x) + static_cast<std::make_unsigned_t<C>>(y));
+  else return static_cast<C>(x + y);
+}
+template <class C>
+inline C wrapping_sub(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return static_cast<C>(static_cast<std::make_unsigned_t<C>>(x) - static_cast<std::make_unsigned_t<C>>(y));
+  else return static_cast<C>(x - y);
+}
+template <class C>
+inline C wrapping_mul(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return static_cast<C>(static_cast<std::make_unsigned_t<C>>(x) * static_cast<std::make_unsigned_t<C>>(y));
+  else return static_cast<C>(x * y);
+}
+
+// ---------------------------------------------------------------------------------------
+// Note [Elementwise loops]
+// Every elementwise kernel first tries a contiguous fast path: plain pointer loops over
+// [begin, end) that the compiler vectorises, chunked with parallel_for only when the tensor
+// holds more than one grain (kDefaultGrainSize), so small tensors never touch the thread
+// pool or build a std::function. Only tensors that need it pay for the general machinery:
+// a LoopGeometry of byte strides in which size-1 dimensions are dropped and dimensions that
+// are contiguous with respect to each other (for every operand) are merged, walked row by
+// row: the innermost dimension is one call of a row function with its own strides, so the
+// row function can still pick a fast loop when the inner strides allow it. Parallel chunks
+// split the flat element range; each chunk finds its starting index by division once.
+
+// Runs body(begin, end) over [0, n): inline for small n, else on the thread pool. The
+// lambda given to parallel_for captures one reference, so std::function stores it inline.
+template <class Body>
+inline void run_chunked(int64_t n, const Body& body) {
+  if (n <= kDefaultGrainSize) {
+    body(int64_t{0}, n);
+    return;
+  }
+  parallel_for(0, n, kDefaultGrainSize, [&body](int64_t begin, int64_t end) { body(begin, end); });
+}
+
+template <int N>
+struct LoopGeometry {
+  DimVector sizes;                   // outermost first; never empty
+  std::array<DimVector, N> strides;  // bytes, per operand
+  int64_t numel = 0;
+};
+
+// Merges and drops dimensions of an N-operand loop over `sizes`. element_strides[k] are in
+// elements of operand k, whose element size is element_sizes[k].
+template <int N>
+LoopGeometry<N> make_geometry(IntArrayRef sizes, const std::array<IntArrayRef, N>& element_strides,
+                              const std::array<int64_t, N>& element_sizes) {
+  LoopGeometry<N> geometry;
+  geometry.numel = 1;
+  for (int64_t size : sizes) geometry.numel *= size;
+  // Built innermost first, reversed at the end.
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    bool mergeable = !geometry.sizes.empty();
+    for (int k = 0; k < N && mergeable; ++k) {
+      const int64_t inner = geometry.strides[k].back();
+      mergeable = element_strides[k][d] * element_sizes[k] == inner * geometry.sizes.back();
+    }
+    if (mergeable) {
+      geometry.sizes.back() *= sizes[d];
+      continue;
+    }
+    geometry.sizes.push_back(sizes[d]);
+    for (int k = 0; k < N; ++k) geometry.strides[k].push_back(element_strides[k][d] * element_sizes[k]);
+  }
+  if (geometry.sizes.empty()) {
+    geometry.sizes.push_back(1);
+    for (int k = 0; k < N; ++k) geometry.strides[k].push_back(0);
+  }
+  std::reverse(geometry.sizes.begin(), geometry.sizes.end());
+  for (int k = 0; k < N; ++k) std::reverse(geometry.strides[k].begin(), geometry.strides[k].end());
+  return geometry;
+}
+
+// Calls row(pointers, count, inner_strides) for the rows covering flat elements [begin, end).
+template <int N, class RowFn>
+void for_each_row(const LoopGeometry<N>& geometry, const std::array<char*, N>& base, int64_t begin, int64_t end,
+                  const RowFn& row) {
+  const size_t ndim = geometry.sizes.size();
+  const size_t last = ndim - 1;
+  int64_t inner_strides[N];
+  for (int k = 0; k < N; ++k) inner_strides[k] = geometry.strides[k][last];
+  DimVector index(ndim, 0);
+  std::array<char*, N> pointers = base;
+  int64_t remainder = begin;
+  for (size_t d = ndim; d-- > 0;) {
+    index[d] = remainder % geometry.sizes[d];
+    remainder /= geometry.sizes[d];
+    for (int k = 0; k < N; ++k) pointers[k] += index[d] * geometry.strides[k][d];
+  }
+  int64_t remaining = end - begin;
+  while (remaining > 0) {
+    const int64_t count = std::min(geometry.sizes[last] - index[last], remaining);
+    row(pointers.data(), count, inner_strides);
+    remaining -= count;
+    if (remaining == 0) break;
+    for (int k = 0; k < N; ++k) pointers[k] -= index[last] * inner_strides[k];  // back to the row start
+    index[last] = 0;
+    for (size_t d = last; d-- > 0;) {  // carry into the outer dimensions
+      ++index[d];
+      for (int k = 0; k < N; ++k) pointers[k] += geometry.strides[k][d];
+      if (index[d] < geometry.sizes[d]) break;
+      for (int k = 0; k < N; ++k) pointers[k] -= geometry.sizes[d] * geometry.strides[k][d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Note [Tiled loops]
+// When some operand walks the two innermost dims in the opposite order (a transposed input
+// copied into a contiguous output), whole rows would touch a new cache line of that operand
+// per element, and the line is evicted before its neighbours are used. Such loops run in
+// kTile x kTile tiles instead, so every line fetched is used kTile times. Broadcast (stride
+// 0) dims never ask for tiles.
+inline constexpr int64_t kTile = 32;
+
+template <int N>
+bool wants_tiles(const LoopGeometry<N>& geometry) {
+  const size_t ndim = geometry.sizes.size();
+  if (ndim < 2 || geometry.sizes[ndim - 1] < 8 || geometry.sizes[ndim - 2] < 8) return false;
+  for (int k = 0; k < N; ++k) {
+    const int64_t outer = std::abs(geometry.strides[k][ndim - 2]), inner = std::abs(geometry.strides[k][ndim - 1]);
+    if (outer != 0 && outer < inner) return true;
+  }
+  return false;
+}
+
+template <int N, class RowFn>
+void run_tiles(const LoopGeometry<N>& geometry, const std::array<char*, N>& base, const RowFn& row) {
+  const size_t ndim = geometry.sizes.size();
+  const int64_t rows = geometry.sizes[ndim - 2], cols = geometry.sizes[ndim - 1];
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  const int64_t tiles_per_matrix = (rows + kTile - 1) / kTile * col_tiles;
+  int64_t inner_strides[N];
+  for (int k = 0; k < N; ++k) inner_strides[k] = geometry.strides[k][ndim - 1];
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t tile = begin; tile < end; ++tile) {
+      std::array<char*, N> corner = base;
+      int64_t matrix = tile / tiles_per_matrix;
+      for (size_t d = ndim - 2; d-- > 0;) {  // the dims outside the tiled pair
+        for (int k = 0; k < N; ++k) corner[k] += (matrix % geometry.sizes[d]) * geometry.strides[k][d];
+        matrix /= geometry.sizes[d];
+      }
+      const int64_t within = tile % tiles_per_matrix;
+      const int64_t row_begin = within / col_tiles * kTile, col_begin = within % col_tiles * kTile;
+      const int64_t row_end = std::min(row_begin + kTile, rows), width = std::min(kTile, cols - col_begin);
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        std::array<char*, N> pointers;
+        for (int k = 0; k < N; ++k)
+          pointers[k] = corner[k] + r * geometry.strides[k][ndim - 2] + col_begin * inner_strides[k];
+        row(pointers.data(), width, inner_strides);
+      }
+    }
+  };
+  const int64_t tiles = geometry.numel / (rows * cols) * tiles_per_matrix;
+  const int64_t grain = std::max<int64_t>(1, kDefaultGrainSize / (kTile * kTile));
+  if (tiles <= grain) run(0, tiles);
+  else parallel_for(0, tiles, grain, [&run](int64_t begin, int64_t end) { run(begin, end); });
+}
+
+// Runs `row` over every element of the geometry, in parallel chunks when it is large.
+template <int N, class RowFn>
+void run_rows(const LoopGeometry<N>& geometry, const std::array<char*, N>& base, const RowFn& row) {
+  if (wants_tiles<N>(geometry)) {
+    run_tiles<N>(geometry, base, row);
+    return;
+  }
+  auto chunk = [&](int64_t begin, int64_t end) { for_each_row<N>(geometry, base, begin, end, row); };
+  run_chunked(geometry.numel, chunk);
+}
+
+template <class T>
+inline T* data_of(const Tensor& t) {
+  return static_cast<T*>(t.impl()->data());
+}
+
+// out[i] = op(a[i]) with a broadcast to out's shape; a has out's dtype T, op works in
+// compute_type_t<T>. out may be a itself (in-place).
+template <class T, class Op>
+void unary_kernel(const Tensor& out, const Tensor& a, const Op& op) {
+  using C = compute_type_t<T>;
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  T* o = data_of<T>(out);
+  const T* x = data_of<T>(a);
+  if (out.is_contiguous() && a.is_contiguous() && a.numel() == n) {
+    if (o == x) {
+      run_chunked(n, [o, &op](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(op(static_cast<C>(o[i])));
+      });
+    } else {
+      run_chunked(n, [o, x, &op](int64_t begin, int64_t end) {
+        T* __restrict out_data = o;
+        const T* __restrict in_data = x;
+        for (int64_t i = begin; i < end; ++i) out_data[i] = static_cast<T>(op(static_cast<C>(in_data[i])));
+      });
+    }
+    return;
+  }
+  const DimVector a_strides = broadcast_strides(out.sizes(), a);
+  const auto geometry = make_geometry<2>(out.sizes(), {out.strides(), a_strides.ref()}, {sizeof(T), sizeof(T)});
+  run_rows<2>(geometry, {reinterpret_cast<char*>(o), reinterpret_cast<char*>(const_cast<T*>(x))},
+              [&op](char* const* p, int64_t count, const int64_t* s) {
+                for (int64_t i = 0; i < count; ++i) {
+                  const T value = *reinterpret_cast<const T*>(p[1] + i * s[1]);
+                  *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(op(static_cast<C>(value)));
+                }
+              });
+}
+
+// The general case of binary_kernel: any strides, broadcasting by stride 0.
+template <class T, class Op>
+void binary_kernel_strided(const Tensor& out, const Tensor& a, const Tensor& b, const Op& op) {
+  using C = compute_type_t<T>;
+  const DimVector a_strides = broadcast_strides(out.sizes(), a);
+  const DimVector b_strides = broadcast_strides(out.sizes(), b);
+  const auto geometry = make_geometry<3>(out.sizes(), {out.strides(), a_strides.ref(), b_strides.ref()},
+                                         {sizeof(T), sizeof(T), sizeof(T)});
+  auto row = [&op](char* const* p, int64_t count, const int64_t* s) {
+    T* o = reinterpret_cast<T*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    constexpr int64_t size = sizeof(T);
+    if (s[0] == size && s[1] == size && s[2] == size) {
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(op(static_cast<C>(x[i]), static_cast<C>(y[i])));
+    } else if (s[0] == size && s[1] == size && s[2] == 0) {
+      const C c = static_cast<C>(*y);
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(op(static_cast<C>(x[i]), c));
+    } else if (s[0] == size && s[1] == 0 && s[2] == size) {
+      const C c = static_cast<C>(*x);
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(op(c, static_cast<C>(y[i])));
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        const T u = *reinterpret_cast<const T*>(p[1] + i * s[1]);
+        const T v = *reinterpret_cast<const T*>(p[2] + i * s[2]);
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(op(static_cast<C>(u), static_cast<C>(v)));
+      }
+    }
+  };
+  run_rows<3>(geometry,
+              {reinterpret_cast<char*>(data_of<T>(out)), reinterpret_cast<char*>(data_of<T>(a)),
+               reinterpret_cast<char*>(data_of<T>(b))},
+              row);
+}
+
+// out[i] = op(a[i], b[i]) with a and b broadcast to out's shape, all of dtype T; op works in
+// compute_type_t<T>. out may be a itself (in-place).
+template <class T, class Op>
+void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Op& op) {
+  using C = compute_type_t<T>;
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  if (out.is_contiguous() && a.is_contiguous() && b.is_contiguous() && a.numel() == n && b.numel() == n) {
+    T* o = data_of<T>(out);
+    const T* x = data_of<T>(a);
+    const T* y = data_of<T>(b);
+    if (o == x) {
+      run_chunked(n, [o, y, &op](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(op(static_cast<C>(o[i]), static_cast<C>(y[i])));
+      });
+    } else {
+      run_chunked(n, [o, x, y, &op](int64_t begin, int64_t end) {
+        T* __restrict out_data = o;
+        const T* __restrict lhs = x;
+        const T* __restrict rhs = y;
+        for (int64_t i = begin; i < end; ++i)
+          out_data[i] = static_cast<T>(op(static_cast<C>(lhs[i]), static_cast<C>(rhs[i])));
+      });
+    }
+    return;
+  }
+  binary_kernel_strided<T>(out, a, b, op);
+}
+
+}  // namespace strata::detail

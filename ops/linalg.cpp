@@ -1,0 +1,295 @@
+// Linear algebra: matmul with torch.matmul semantics (dot, mv, mm, batched with broadcast).
+// float32/float64 multiply through Eigen; other dtypes through a plain loop.
+
+// Note [Matmul threading]
+// Eigen's own OpenMP parallelisation is turned off in this file and strata splits the work
+// itself: products below kSerialWork multiply-adds run on the calling thread (forking threads
+// costs more than it saves there); larger ones are cut into tasks, each one output block of
+// one batch (rows or columns, whichever is longer), that parallel_for spreads over threads.
+// Every task is an independent single-threaded Eigen product, so batched and broadcast
+// matmuls parallelise the same way as one large one. Another translation unit that includes
+// Eigen without EIGEN_DONT_PARALLELIZE would compute the same results.
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Dense>
+
+#include <strata/autograd/function.h>
+#include <strata/dispatch/library.h>
+#include <strata/ops/elementwise.h>
+
+#include <cstring>
+#include <vector>
+
+namespace strata {
+namespace {
+
+constexpr int64_t kSerialWork = 64 * 64 * 64;
+
+// ---------------------------------------------------------------------------------------
+// Shape and dtype.
+
+struct MatmulShape {
+  DimVector out_sizes;
+  DimVector batch;  // broadcast batch dims
+  int64_t rows = 1, depth = 1, cols = 1;
+};
+
+// 1-d operands act as a row (left) or column (right) vector whose dim is dropped from the
+// result; leading dims of N-d operands broadcast. No dtype promotion, as in PyTorch.
+MatmulShape matmul_shape(const Tensor& self, const Tensor& other) {
+  detail::check_same_device("matmul", self, other);
+  STRATA_CHECK_TYPE(self.dtype() == other.dtype(), "[matmul] expected both inputs to have the same dtype, got ",
+                    self.dtype(), " and ", other.dtype());
+  STRATA_CHECK_TYPE(self.dtype() != kBool, "[matmul] Bool inputs are not supported");
+  STRATA_CHECK_VALUE(self.dim() >= 1 && other.dim() >= 1, "[matmul] both arguments need at least 1 dimension, got ",
+                     self.dim(), "-d and ", other.dim(), "-d tensors");
+  MatmulShape shape;
+  const IntArrayRef a = self.sizes(), b = other.sizes();
+  shape.rows = a.size() >= 2 ? a[a.size() - 2] : 1;
+  shape.depth = a.back();
+  const int64_t depth_b = b.size() >= 2 ? b[b.size() - 2] : b[0];
+  shape.cols = b.size() >= 2 ? b.back() : 1;
+  STRATA_CHECK_VALUE(shape.depth == depth_b, "[matmul] shapes ", a, " and ", b, " cannot be multiplied (",
+                     shape.depth, " != ", depth_b, ")");
+  const IntArrayRef batch_a = a.size() > 2 ? a.slice(0, a.size() - 2) : IntArrayRef();
+  const IntArrayRef batch_b = b.size() > 2 ? b.slice(0, b.size() - 2) : IntArrayRef();
+  shape.batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  shape.out_sizes = shape.batch;
+  if (a.size() >= 2) shape.out_sizes.push_back(shape.rows);
+  if (b.size() >= 2) shape.out_sizes.push_back(shape.cols);
+  return shape;
+}
+
+// ---------------------------------------------------------------------------------------
+// Operands: one input seen as batch x [rows, cols] through element strides.
+
+struct Operand {
+  const char* data;
+  DimVector batch_strides;  // aligned with MatmulShape::batch; 0 where broadcast
+  int64_t row_stride, col_stride;
+};
+
+Operand make_operand(const Tensor& t, bool left, const MatmulShape& shape) {
+  Operand operand{static_cast<const char*>(t.impl()->data()), DimVector(shape.batch.size(), 0), 0, 0};
+  const int64_t ndim = t.dim();
+  if (ndim == 1) {
+    (left ? operand.col_stride : operand.row_stride) = t.strides()[0];
+    return operand;
+  }
+  operand.row_stride = t.strides()[ndim - 2];
+  operand.col_stride = t.strides()[ndim - 1];
+  const int64_t batch_dims = ndim - 2, offset = static_cast<int64_t>(shape.batch.size()) - batch_dims;
+  for (int64_t d = 0; d < batch_dims; ++d)
+    operand.batch_strides[offset + d] = t.sizes()[d] == 1 ? 0 : t.strides()[d];
+  return operand;
+}
+
+// Element offset of batch number `index` (row-major over shape.batch).
+int64_t batch_offset(const Operand& operand, const MatmulShape& shape, int64_t index) {
+  int64_t offset = 0;
+  for (size_t d = shape.batch.size(); d-- > 0;) {
+    offset += (index % shape.batch[d]) * operand.batch_strides[d];
+    index /= shape.batch[d];
+  }
+  return offset;
+}
+
+// One task: rows [row_begin, row_end) and columns [col_begin, col_end) of one batch's output.
+struct Block {
+  int64_t batch, row_begin, row_end, col_begin, col_end;
+};
+
+// ---------------------------------------------------------------------------------------
+// Block products.
+
+enum class Order { row_major, col_major, strided };
+
+// Row- or column-major with a BLAS-style leading dimension (at least the inner extent);
+// broadcast (stride 0) and other overlapping layouts are strided.
+Order order_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) return Order::row_major;
+  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= std::max<int64_t>(rows, 1))) return Order::col_major;
+  return Order::strided;
+}
+
+template <class T, int OrderA, int OrderB>
+void eigen_block(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, int64_t lda, int64_t ldb,
+                 int64_t ldc) {
+  using MatrixA = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, OrderA>;
+  using MatrixB = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, OrderB>;
+  using MatrixC = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const MatrixA, 0, Eigen::OuterStride<>> ma(a, rows, depth, Eigen::OuterStride<>(lda));
+  Eigen::Map<const MatrixB, 0, Eigen::OuterStride<>> mb(b, depth, cols, Eigen::OuterStride<>(ldb));
+  Eigen::Map<MatrixC, 0, Eigen::OuterStride<>> mc(c, rows, cols, Eigen::OuterStride<>(ldc));
+  mc.noalias() = ma * mb;
+}
+
+// The leading dimension Eigen sees for a matrix of `order` (any value >= 1 when unused).
+int64_t leading(Order order, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols) {
+  if (order == Order::row_major) return rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
+  return cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
+}
+
+template <class T>
+void eigen_product(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, const Operand& left,
+                   const Operand& right, int64_t ldc) {
+  const Order order_a = order_of(rows, depth, left.row_stride, left.col_stride);
+  const Order order_b = order_of(depth, cols, right.row_stride, right.col_stride);
+  const int64_t lda = leading(order_a, left.row_stride, left.col_stride, rows, depth);
+  const int64_t ldb = leading(order_b, right.row_stride, right.col_stride, depth, cols);
+  STRATA_INTERNAL_ASSERT(order_a != Order::strided && order_b != Order::strided, "matmul operand layout");
+  constexpr int row = Eigen::RowMajor, col = Eigen::ColMajor;
+  if (order_a == Order::row_major && order_b == Order::row_major) eigen_block<T, row, row>(c, a, b, rows, depth, cols, lda, ldb, ldc);
+  else if (order_a == Order::row_major) eigen_block<T, row, col>(c, a, b, rows, depth, cols, lda, ldb, ldc);
+  else if (order_b == Order::row_major) eigen_block<T, col, row>(c, a, b, rows, depth, cols, lda, ldb, ldc);
+  else eigen_block<T, col, col>(c, a, b, rows, depth, cols, lda, ldb, ldc);
+}
+
+// Integers accumulate in uint64 (wrapping like PyTorch), the 16-bit floats in float.
+template <class T>
+void loop_product(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, const Operand& left,
+                  const Operand& right, int64_t ldc) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, compute_type_t<T>>;
+  std::vector<Acc> accumulator(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    std::fill(accumulator.begin(), accumulator.end(), Acc(0));
+    for (int64_t k = 0; k < depth; ++k) {
+      const Acc scale = static_cast<Acc>(static_cast<compute_type_t<T>>(a[i * left.row_stride + k * left.col_stride]));
+      const T* b_row = b + k * right.row_stride;
+      for (int64_t j = 0; j < cols; ++j)
+        accumulator[j] += scale * static_cast<Acc>(static_cast<compute_type_t<T>>(b_row[j * right.col_stride]));
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      if constexpr (std::is_integral_v<T>) c[i * ldc + j] = static_cast<T>(static_cast<int64_t>(accumulator[j]));
+      else c[i * ldc + j] = static_cast<T>(accumulator[j]);
+    }
+  }
+}
+
+template <class T>
+void multiply_block(T* out, const Operand& left, const Operand& right, const MatmulShape& shape, const Block& block) {
+  const T* a = reinterpret_cast<const T*>(left.data) + batch_offset(left, shape, block.batch) +
+               block.row_begin * left.row_stride;
+  const T* b = reinterpret_cast<const T*>(right.data) + batch_offset(right, shape, block.batch) +
+               block.col_begin * right.col_stride;
+  T* c = out + block.batch * shape.rows * shape.cols + block.row_begin * shape.cols + block.col_begin;
+  const int64_t rows = block.row_end - block.row_begin, cols = block.col_end - block.col_begin;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    eigen_product<T>(c, a, b, rows, shape.depth, cols, left, right, shape.cols);
+  else loop_product<T>(c, a, b, rows, shape.depth, cols, left, right, shape.cols);
+}
+
+// Runs multiply_block over every batch, serially for small products, else in tasks.
+// See Note [Matmul threading].
+template <class T>
+void run_blocks(T* out, const Operand& left, const Operand& right, const MatmulShape& shape) {
+  int64_t batches = 1;
+  for (int64_t size : shape.batch) batches *= size;
+  const int64_t work = batches * shape.rows * shape.depth * shape.cols;
+  if (work <= kSerialWork || get_num_threads() == 1) {
+    for (int64_t batch = 0; batch < batches; ++batch)
+      multiply_block<T>(out, left, right, shape, {batch, 0, shape.rows, 0, shape.cols});
+    return;
+  }
+  const bool split_rows = shape.rows >= shape.cols;
+  const int64_t extent = split_rows ? shape.rows : shape.cols;
+  const int64_t unit_work = shape.depth * (split_rows ? shape.cols : shape.rows);
+  const int64_t wanted_blocks = std::max<int64_t>(1, (get_num_threads() + batches - 1) / batches);
+  int64_t units = std::max((extent + wanted_blocks - 1) / wanted_blocks, (kSerialWork + unit_work - 1) / unit_work);
+  units = std::clamp<int64_t>(units, 1, extent);
+  const int64_t blocks = (extent + units - 1) / units;
+  parallel_for(0, batches * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t batch = task / blocks, first = (task % blocks) * units, last = std::min(first + units, extent);
+      const Block block = split_rows ? Block{batch, first, last, 0, shape.cols} : Block{batch, 0, shape.rows, first, last};
+      multiply_block<T>(out, left, right, shape, block);
+    }
+  });
+}
+
+// An operand whose matrices are neither row- nor column-major (or a broadcast vector) is
+// copied once; the copy is contiguous.
+Tensor usable_layout(const Tensor& t) {
+  if (t.dim() == 1) return t.strides()[0] == 0 && t.sizes()[0] > 1 ? detail::cast_to(t, t.dtype()) : t;
+  const int64_t rows = t.sizes()[t.dim() - 2], cols = t.sizes()[t.dim() - 1];
+  const Order order = order_of(rows, cols, t.strides()[t.dim() - 2], t.strides()[t.dim() - 1]);
+  return order == Order::strided ? detail::cast_to(t, t.dtype()) : t;
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels.
+
+Tensor matmul_cpu(const Tensor& self, const Tensor& other) {
+  const MatmulShape shape = matmul_shape(self, other);
+  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  if (shape.depth == 0) {
+    std::memset(out.impl()->data(), 0, static_cast<size_t>(out.nbytes()));
+    return out;
+  }
+  const Tensor a = usable_layout(self), b = usable_layout(other);
+  const Operand left = make_operand(a, true, shape), right = make_operand(b, false, shape);
+  visit_dtype(out.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) run_blocks<T>(detail::data_of<T>(out), left, right, shape);
+  });
+  return out;
+}
+
+Tensor matmul_meta(const Tensor& self, const Tensor& other) {
+  const MatmulShape shape = matmul_shape(self, other);
+  return detail::make_empty(shape.out_sizes, self.dtype(), self.device());
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) { m.def("matmul(Tensor self, Tensor other) -> Tensor"); }
+STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("matmul", &matmul_cpu); }
+STRATA_LIBRARY_IMPL(strata, Meta, m) { m.impl("matmul", &matmul_meta); }
+
+// ---------------------------------------------------------------------------------------
+// Derivative. Note [Matmul gradient]
+// A 1-d left operand is a row [1, k], a 1-d right operand a column [k, 1]; with those, the
+// output gradient G (reshaped to the batched [.., m, n] product) gives dA = G @ B^T and
+// dB = A^T @ G, each summed over broadcast batch dims back to its operand's shape.
+
+namespace {
+using autograd::AutogradContext;
+
+struct MatmulFunction : autograd::Function<MatmulFunction> {
+  static constexpr std::string_view name() { return "MatmulBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
+    ctx->save_for_backward({self, other});
+    return matmul(self, other);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    tensor_list saved = ctx->get_saved_variables();
+    const Tensor& a = saved[0];
+    const Tensor& b = saved[1];
+    const bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
+    Tensor left = a_vector ? a.reshape({1, a.size(0)}) : a;
+    Tensor right = b_vector ? b.reshape({b.size(0), 1}) : b;
+    DimVector full(grads[0].sizes());
+    if (a_vector) full.insert(full.size() - (b_vector ? 0 : 1), 1);
+    if (b_vector) full.push_back(1);
+    Tensor g = grads[0].reshape(full.ref());
+    Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) {
+      grad_a = sum_to(matmul(g, right.transpose(-1, -2)), left.sizes());
+      if (a_vector) grad_a = grad_a.reshape(a.sizes());
+    }
+    if (ctx->needs_input_grad(1)) {
+      grad_b = sum_to(matmul(left.transpose(-1, -2), g), right.sizes());
+      if (b_vector) grad_b = grad_b.reshape(b.sizes());
+    }
+    return {grad_a, grad_b};
+  }
+};
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) { m.impl("matmul", autograd::kernel<MatmulFunction>()); }
+}  // namespace
+
+Tensor matmul(const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::matmul").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, other);
+}
+
+}  // namespace strata

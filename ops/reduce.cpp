@@ -1,0 +1,316 @@
+// Reductions: sum over all dims or a list of dims.
+#include <strata/autograd/function.h>
+#include <strata/dispatch/library.h>
+#include <strata/ops/elementwise.h>
+
+#include <cstring>
+#include <vector>
+
+namespace strata {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Shape and dtype.
+
+struct ReduceShape {
+  DimVector out_sizes;  // keepdim applied
+  DimVector reduced;    // per input dim: 1 when reduced
+  ScalarType dtype;     // output dtype
+};
+
+// No dims (or an empty list) reduces every dim. Integral and bool inputs sum into int64
+// unless a dtype is given, as in PyTorch.
+ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                         std::optional<ScalarType> dtype) {
+  const int64_t ndim = self.dim();
+  ReduceShape shape;
+  shape.reduced.assign(static_cast<size_t>(ndim), dims && !dims->empty() ? 0 : 1);
+  if (dims) {
+    for (int64_t dim : *dims) {
+      const int64_t d = wrap_dim(dim, std::max<int64_t>(ndim, 1), op);
+      if (ndim == 0) continue;  // a 0-d tensor accepts dim 0 / -1
+      STRATA_CHECK_VALUE(!shape.reduced[d], "[", op, "] dim ", d, " appears multiple times in the list of dims ",
+                         *dims);
+      shape.reduced[d] = 1;
+    }
+  }
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (!shape.reduced[d]) shape.out_sizes.push_back(self.sizes()[d]);
+    else if (keepdim) shape.out_sizes.push_back(1);
+  }
+  shape.dtype = dtype ? *dtype : is_integral(self.dtype(), /*include_bool=*/true) ? kInt64 : self.dtype();
+  return shape;
+}
+
+// ---------------------------------------------------------------------------------------
+// Summation loops.
+
+// Integers accumulate in uint64 (wrapping, like PyTorch's int64 sum); floats in their compute
+// type, double for double.
+template <class T>
+using sum_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t,
+                                     std::conditional_t<std::is_same_v<T, double>, double, float>>;
+
+// Note [Pairwise summation]
+// Floating sums are pairwise (cascade) like NumPy's: blocks of 128 are summed with 8
+// independent accumulators, which the compiler vectorises without reassociating anything,
+// and the blocks are combined in a binary tree. The rounding error grows with log(n) rather
+// than n, so a float32 sum of 1e7 ones is exact. Large sums are split into fixed chunks
+// summed in parallel and combined pairwise, so the result does not depend on thread count.
+constexpr int64_t kPairwiseBlock = 128;
+constexpr int kLanes = 8;
+
+template <class A, class T>
+A pairwise_sum(const T* x, int64_t n) {
+  if (n <= kPairwiseBlock) {
+    A lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) lanes[k] += static_cast<A>(x[i + k]);
+    A total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; i < n; ++i) total += static_cast<A>(x[i]);
+    return total;
+  }
+  const int64_t half = (n / 2) / kLanes * kLanes;
+  return pairwise_sum<A>(x, half) + pairwise_sum<A>(x + half, n - half);
+}
+
+constexpr int64_t kSumChunk = kDefaultGrainSize;
+
+template <class A, class T>
+A parallel_sum(const T* x, int64_t n) {
+  if (n <= 2 * kSumChunk) return pairwise_sum<A>(x, n);
+  const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
+  std::vector<A> partials(static_cast<size_t>(chunks));
+  A* partial = partials.data();
+  parallel_for(0, chunks, 1, [x, n, partial](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) partial[c] = pairwise_sum<A>(x + c * kSumChunk, std::min(kSumChunk, n - c * kSumChunk));
+  });
+  return pairwise_sum<A>(partial, chunks);
+}
+
+// Column sums of a [rows, width] block with row stride `stride`, pairwise over rows.
+constexpr int64_t kColumnWidth = 128;
+
+template <class A, class T>
+void column_pairwise(const T* x, int64_t rows, int64_t stride, int64_t width, A* result) {
+  if (rows <= kPairwiseBlock) {
+    std::fill(result, result + width, A(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = x + r * stride;
+      for (int64_t j = 0; j < width; ++j) result[j] += static_cast<A>(row[j]);
+    }
+    return;
+  }
+  const int64_t half = rows / 2;
+  A other[kColumnWidth];
+  column_pairwise<A>(x, half, stride, width, result);
+  column_pairwise<A>(x + half * stride, rows - half, stride, width, other);
+  for (int64_t j = 0; j < width; ++j) result[j] += other[j];
+}
+
+template <class O, class A>
+O finish_sum(A total) {
+  if constexpr (std::is_same_v<A, uint64_t>) return detail::convert<O>(static_cast<int64_t>(total));
+  else return detail::convert<O>(total);
+}
+
+// The input viewed as contiguous [outer, reduced, inner]; the output as [outer, inner].
+struct ReduceLayout {
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+
+template <class T, class O>
+void sum_layout(const T* x, O* y, const ReduceLayout& layout) {
+  using A = sum_acc_t<T>;
+  const int64_t reduced = layout.reduced, inner = layout.inner;
+  if (inner == 1) {
+    if (layout.outer == 1 || reduced >= 4 * kDefaultGrainSize) {
+      for (int64_t o = 0; o < layout.outer; ++o) y[o] = finish_sum<O>(parallel_sum<A>(x + o * reduced, reduced));
+      return;
+    }
+    parallel_for(0, layout.outer, std::max<int64_t>(1, kDefaultGrainSize / reduced), [=](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) y[o] = finish_sum<O>(pairwise_sum<A>(x + o * reduced, reduced));
+    });
+    return;
+  }
+  const int64_t blocks_per_outer = (inner + kColumnWidth - 1) / kColumnWidth;
+  const int64_t grain = std::max<int64_t>(1, kDefaultGrainSize / (reduced * kColumnWidth));
+  parallel_for(0, layout.outer * blocks_per_outer, grain, [=](int64_t begin, int64_t end) {
+    A totals[kColumnWidth];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / blocks_per_outer, column = (task % blocks_per_outer) * kColumnWidth;
+      const int64_t width = std::min(kColumnWidth, inner - column);
+      column_pairwise<A>(x + o * reduced * inner + column, reduced, inner, width, totals);
+      for (int64_t j = 0; j < width; ++j) y[o * inner + column + j] = finish_sum<O>(totals[j]);
+    }
+  });
+}
+
+// A contiguous input whose reduced dims (ignoring size 1) form one run maps onto a layout
+// directly; anything else is permuted to (kept..., reduced...) and copied once.
+std::optional<ReduceLayout> direct_layout(const Tensor& input, const ReduceShape& shape) {
+  if (!input.is_contiguous()) return std::nullopt;
+  ReduceLayout layout;
+  int phase = 0;  // 0: before the reduced run, 1: inside it, 2: after it
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    const int64_t size = input.sizes()[d];
+    if (size == 1) continue;
+    if (shape.reduced[d]) {
+      if (phase == 2) return std::nullopt;
+      phase = 1;
+      layout.reduced *= size;
+    } else if (phase == 0) {
+      layout.outer *= size;
+    } else {
+      phase = 2;
+      layout.inner *= size;
+    }
+  }
+  return layout;
+}
+
+Tensor kept_then_reduced(const Tensor& input, const ReduceShape& shape, ReduceLayout& layout) {
+  DimVector sizes, strides;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t d = 0; d < input.dim(); ++d) {
+      if (shape.reduced[d] != pass) continue;
+      sizes.push_back(input.sizes()[d]);
+      strides.push_back(input.strides()[d]);
+      (pass == 0 ? layout.outer : layout.reduced) *= input.sizes()[d];
+    }
+  }
+  return detail::cast_to(detail::make_view(input, sizes, strides, input.storage_offset()), input.dtype());
+}
+
+Tensor sum_compute(const Tensor& self, const ReduceShape& shape, std::optional<ScalarType> dtype) {
+  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+  if (out.numel() == 0) return out;
+  Tensor input = dtype && *dtype != self.dtype() ? detail::cast_to(self, *dtype) : self;
+  if (input.numel() == 0) {
+    std::memset(out.impl()->data(), 0, static_cast<size_t>(out.nbytes()));
+    return out;
+  }
+  std::optional<ReduceLayout> layout = direct_layout(input, shape);
+  if (!layout) {
+    layout.emplace();
+    input = kept_then_reduced(input, shape, *layout);
+  }
+  visit_dtype(input.dtype(), [&]<class T>() {
+    const T* x = detail::data_of<T>(input);
+    if (out.dtype() == input.dtype()) sum_layout<T, T>(x, detail::data_of<T>(out), *layout);
+    else sum_layout<T, int64_t>(x, detail::data_of<int64_t>(out), *layout);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels.
+
+Tensor sum_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
+  return sum_compute(self, reduce_shape("sum", self, std::nullopt, false, dtype), dtype);
+}
+Tensor sum_meta(const Tensor& self, std::optional<ScalarType> dtype) {
+  const ReduceShape shape = reduce_shape("sum", self, std::nullopt, false, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return sum_compute(self, reduce_shape("sum", self, dim, keepdim, dtype), dtype);
+}
+Tensor sum_dim_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
+  const ReduceShape shape = reduce_shape("sum", self, dim, keepdim, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("sum", &sum_cpu);
+  m.impl("sum.dim_IntList", &sum_dim_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("sum", &sum_meta);
+  m.impl("sum.dim_IntList", &sum_dim_meta);
+}
+
+// ---------------------------------------------------------------------------------------
+// Derivatives: the gradient of a sum is the output gradient broadcast back over the
+// reduced dims.
+
+namespace {
+using autograd::AutogradContext;
+
+struct SumFunction : autograd::Function<SumFunction> {
+  static constexpr std::string_view name() { return "SumBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return sum(self, dtype);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].expand(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+  }
+};
+
+struct SumDimFunction : autograd::Function<SumDimFunction> {
+  static constexpr std::string_view name() { return "SumBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                        std::optional<ScalarType> dtype) {
+    Tensor out = call_sum_dim(self, dims, keepdim, dtype);
+    // The output's shape with the reduced dims kept as 1: the gradient is viewed to it.
+    ctx->saved_data["sizes"] = self.sizes();
+    ctx->saved_data["kept"] = reduce_shape("sum", self, dims, true, dtype).out_sizes.vec();
+    return out;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
+    return {kept.expand(ctx->saved_data["sizes"].to_int_list()), Tensor(), Tensor(), Tensor()};
+  }
+  static Tensor call_sum_dim(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                                        std::optional<ScalarType> dtype) {
+    static const auto op = find_op("strata::sum.dim_IntList")
+                               .typed<Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>)>();
+    return op.call(self, dims, keepdim, dtype);
+  }
+};
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("sum", autograd::kernel<SumFunction>());
+  m.impl("sum.dim_IntList", autograd::kernel<SumDimFunction>());
+}
+}  // namespace
+
+Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) {
+  static const auto op = find_op("strata::sum").typed<Tensor(const Tensor&, std::optional<ScalarType>)>();
+  return op.call(self, dtype);
+}
+
+Tensor sum(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  static const auto op = find_op("strata::sum.dim_IntList")
+                             .typed<Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>)>();
+  return op.call(self, dims, keepdim, dtype);
+}
+
+// Sums the dims that broadcasting added (leading) or expanded (size 1 in `shape`), keeping
+// t's dtype: the reduction a broadcast input's gradient needs.
+Tensor sum_to(const Tensor& t, IntArrayRef shape) {
+  if (t.sizes() == shape) return t;
+  const int64_t leading = t.dim() - static_cast<int64_t>(shape.size());
+  STRATA_CHECK_VALUE(leading >= 0, "[sum_to] shape ", shape, " has more dims than the tensor's shape ", t.sizes());
+  DimVector dims;
+  for (int64_t d = 0; d < leading; ++d) dims.push_back(d);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t size = t.sizes()[leading + static_cast<int64_t>(i)];
+    if (shape[i] == 1 && size != 1) dims.push_back(leading + static_cast<int64_t>(i));
+    else STRATA_CHECK_VALUE(shape[i] == size, "[sum_to] shape ", shape, " is not broadcastable to ", t.sizes());
+  }
+  Tensor result = dims.empty() ? t : sum(t, dims, /*keepdim=*/true, t.dtype());
+  return leading > 0 ? result.view(shape) : result;
+}
+
+}  // namespace strata

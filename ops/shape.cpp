@@ -1,0 +1,397 @@
+// Shape ops and copies: view, reshape, transpose, permute, expand (views share storage and so
+// the version counter), contiguous, clone, copy_, and _to_copy behind Tensor::to.
+#include <strata/autograd/function.h>
+#include <strata/dispatch/library.h>
+#include <strata/ops/elementwise.h>
+
+#include <optional>
+
+namespace strata {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Shape functions.
+
+// Resolves one -1 in `sizes` against numel; checks the element count.
+DimVector infer_size(const char* op, IntArrayRef sizes, int64_t numel) {
+  DimVector result(sizes);
+  std::optional<size_t> inferred;
+  int64_t known = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == -1) {
+      STRATA_CHECK_VALUE(!inferred, "[", op, "] only one dimension can be inferred, got shape ", sizes);
+      inferred = d;
+    } else {
+      STRATA_CHECK_VALUE(sizes[d] >= 0, "[", op, "] invalid shape dimension ", sizes[d], " in shape ", sizes);
+      known *= sizes[d];
+    }
+  }
+  if (inferred) {
+    STRATA_CHECK_VALUE(known != 0, "[", op, "] cannot infer the -1 dimension of shape ", sizes,
+                       " for input of size ", numel);
+    STRATA_CHECK_VALUE(numel % known == 0, "[", op, "] shape ", sizes, " is invalid for input of size ", numel);
+    result[*inferred] = numel / known;
+  } else {
+    STRATA_CHECK_VALUE(known == numel, "[", op, "] shape ", sizes, " is invalid for input of size ", numel);
+  }
+  return result;
+}
+
+// Note [View strides]
+// PyTorch's computeStride: a view of new sizes exists when every run of old dimensions that
+// is contiguous in memory ("chunk") maps onto a run of new dimensions with the same element
+// count; the new strides are then derived inside each chunk from the chunk's base stride.
+// Returns nullopt when some new dimension would span two chunks (reshape then copies).
+std::optional<DimVector> view_strides(IntArrayRef old_sizes, IntArrayRef old_strides, IntArrayRef new_sizes) {
+  const int64_t new_ndim = static_cast<int64_t>(new_sizes.size());
+  DimVector new_strides(new_sizes.size(), 1);
+  if (old_sizes.empty()) return new_strides;
+  int64_t numel = 1;
+  for (int64_t size : old_sizes) numel *= size;
+  if (numel == 0) {
+    if (old_sizes == new_sizes) return DimVector(old_strides);
+    for (int64_t d = new_ndim - 2; d >= 0; --d) new_strides[d] = std::max<int64_t>(new_sizes[d + 1], 1) * new_strides[d + 1];
+    return new_strides;
+  }
+  int64_t view_d = new_ndim - 1;
+  int64_t chunk_base_stride = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(old_sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= old_sizes[tensor_d];
+    const bool chunk_ends = tensor_d == 0 || (old_sizes[tensor_d - 1] != 1 &&
+                                              old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+      new_strides[view_d] = view_numel * chunk_base_stride;
+      view_numel *= new_sizes[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (tensor_d > 0) {
+      chunk_base_stride = old_strides[tensor_d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return new_strides;
+}
+
+// ---------------------------------------------------------------------------------------
+// View kernels: metadata only, so one CompositeExplicitAutograd kernel serves every backend.
+
+Tensor view_kernel(const Tensor& self, IntArrayRef size) {
+  const DimVector sizes = infer_size("view", size, self.numel());
+  const std::optional<DimVector> strides = view_strides(self.sizes(), self.strides(), sizes);
+  STRATA_CHECK(strides.has_value(), "[view] view size ", sizes.ref(), " is not compatible with input tensor's size ",
+               self.sizes(), " and stride ", self.strides(),
+               " (at least one dimension spans across two contiguous subspaces); use reshape instead");
+  return detail::make_view(self, sizes, *strides, self.storage_offset());
+}
+
+Tensor transpose_kernel(const Tensor& self, int64_t dim0, int64_t dim1) {
+  const int64_t ndim = std::max<int64_t>(self.dim(), 1);
+  const int64_t a = wrap_dim(dim0, ndim, "transpose"), b = wrap_dim(dim1, ndim, "transpose");
+  if (self.dim() == 0) return detail::make_view(self, self.sizes(), self.strides(), self.storage_offset());
+  DimVector sizes(self.sizes()), strides(self.strides());
+  std::swap(sizes[a], sizes[b]);
+  std::swap(strides[a], strides[b]);
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+Tensor permute_kernel(const Tensor& self, IntArrayRef dims) {
+  const int64_t ndim = self.dim();
+  STRATA_CHECK_VALUE(static_cast<int64_t>(dims.size()) == ndim, "[permute] number of dims don't match: got ",
+                     dims.size(), " dims ", dims, " for a tensor of dimension ", ndim);
+  DimVector sizes(dims.size()), strides(dims.size());
+  DimVector seen(dims.size(), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], ndim, "permute");
+    STRATA_CHECK_VALUE(!seen[d], "[permute] dim ", dims[i], " appears more than once in ", dims);
+    seen[d] = 1;
+    sizes[i] = self.sizes()[d];
+    strides[i] = self.strides()[d];
+  }
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+Tensor expand_kernel(const Tensor& self, IntArrayRef size, bool implicit) {
+  (void)implicit;  // only matters to tracing tools in PyTorch
+  const int64_t ndim = self.dim(), new_ndim = static_cast<int64_t>(size.size());
+  STRATA_CHECK_VALUE(new_ndim >= ndim, "[expand] the number of sizes provided (", new_ndim,
+                     ") must be greater or equal to the number of dimensions in the tensor (", ndim, ")");
+  DimVector sizes(size.size()), strides(size.size());
+  for (int64_t i = new_ndim - 1; i >= 0; --i) {
+    const int64_t d = i - (new_ndim - ndim);  // matching dim of self, or negative for a new one
+    const int64_t target = size[i];
+    if (d < 0) {
+      STRATA_CHECK_VALUE(target >= 0, "[expand] the expanded size ", target,
+                         " is not allowed in a leading, non-existing dimension ", i, " (target sizes ", size, ")");
+      sizes[i] = target;
+      strides[i] = 0;
+      continue;
+    }
+    const int64_t current = self.sizes()[d];
+    if (target == -1 || target == current) {
+      sizes[i] = current;
+      strides[i] = self.strides()[d];
+    } else {
+      STRATA_CHECK_VALUE(current == 1 && target >= 0, "[expand] the expanded size of the tensor (", target,
+                         ") must match the existing size (", current, ") at non-singleton dimension ", i,
+                         ". Target sizes: ", size, ". Tensor sizes: ", self.sizes());
+      sizes[i] = target;
+      strides[i] = 0;
+    }
+  }
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+// ---------------------------------------------------------------------------------------
+// Composites.
+
+Tensor reshape_composite(const Tensor& self, IntArrayRef shape) {
+  const DimVector sizes = infer_size("reshape", shape, self.numel());
+  if (view_strides(self.sizes(), self.strides(), sizes)) return view(self, sizes);
+  return view(clone(self), sizes);
+}
+
+Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
+
+// ---------------------------------------------------------------------------------------
+// Copies.
+
+Tensor clone_cpu(const Tensor& self) {
+  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
+  detail::copy_kernel(out, self);
+  return out;
+}
+Tensor clone_meta(const Tensor& self) { return detail::make_empty(self.sizes(), self.dtype(), self.device()); }
+
+void check_copy_shapes(const Tensor& self, const Tensor& src) {
+  const DimVector broadcast = broadcast_shapes(self.sizes(), src.sizes(), "copy_");
+  STRATA_CHECK_VALUE(broadcast.ref() == self.sizes(), "[copy_] src of shape ", src.sizes(),
+                     " cannot be broadcast to self of shape ", self.sizes());
+  detail::check_no_internal_overlap("copy_", self);
+}
+
+// Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks shapes.
+Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
+  (void)non_blocking;  // CPU copies are synchronous
+  check_copy_shapes(self, src);
+  if (!self.is_meta()) {
+    STRATA_CHECK(!src.is_meta(), "[copy_] cannot copy from a meta tensor to ", self.device(),
+                 ": meta tensors have no data");
+    detail::copy_kernel(self, src);
+  }
+  self.impl()->bump_version();
+  return self;
+}
+Tensor copy_meta(const Tensor& self, const Tensor& src, bool non_blocking) {
+  (void)non_blocking;
+  check_copy_shapes(self, src);
+  self.impl()->bump_version();
+  return self;
+}
+
+Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+                   bool non_blocking) {
+  (void)non_blocking;
+  const Device target = device.value_or(self.device());
+  Tensor out = detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), target);
+  if (target.is_meta()) return out;
+  STRATA_CHECK(!self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target, ": meta tensors have no data");
+  detail::copy_kernel(out, self);
+  return out;
+}
+Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+                    bool non_blocking) {
+  (void)non_blocking;
+  return detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()));
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
+  m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
+  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
+  m.def("expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)");
+  m.def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)", &reshape_composite);
+  m.def("contiguous(Tensor(a) self) -> Tensor(a)", &contiguous_composite);
+  m.def("clone(Tensor self) -> Tensor");
+  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
+  m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
+  m.impl("view", &view_kernel);
+  m.impl("transpose.int", &transpose_kernel);
+  m.impl("permute", &permute_kernel);
+  m.impl("expand", &expand_kernel);
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("clone", &clone_cpu);
+  m.impl("copy_", &copy_cpu);
+  m.impl("_to_copy", &to_copy_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("clone", &clone_meta);
+  m.impl("copy_", &copy_meta);
+  m.impl("_to_copy", &to_copy_meta);
+}
+
+// ---------------------------------------------------------------------------------------
+// Derivatives: views pass the gradient back through the inverse view; copies pass it through.
+
+namespace {
+using autograd::AutogradContext;
+
+struct ViewFunction : autograd::Function<ViewFunction> {
+  static constexpr std::string_view name() { return "ViewBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, IntArrayRef size) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return view(self, size);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+  }
+};
+
+struct TransposeFunction : autograd::Function<TransposeFunction> {
+  static constexpr std::string_view name() { return "TransposeBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim0, int64_t dim1) {
+    ctx->saved_data["dim0"] = dim0;
+    ctx->saved_data["dim1"] = dim1;
+    return transpose(self, dim0, dim1);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].transpose(ctx->saved_data["dim0"].to_int(), ctx->saved_data["dim1"].to_int()), Tensor(),
+            Tensor()};
+  }
+};
+
+struct PermuteFunction : autograd::Function<PermuteFunction> {
+  static constexpr std::string_view name() { return "PermuteBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, IntArrayRef dims) {
+    Tensor out = permute(self, dims);  // validates dims first
+    std::vector<int64_t> inverse(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i)
+      inverse[static_cast<size_t>(wrap_dim(dims[i], self.dim(), "permute"))] = static_cast<int64_t>(i);
+    ctx->saved_data["inverse"] = std::move(inverse);
+    return out;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].permute(ctx->saved_data["inverse"].to_int_list()), Tensor()};
+  }
+};
+
+// The expanded gradient is summed back to self's shape by the Function machinery.
+struct ExpandFunction : autograd::Function<ExpandFunction> {
+  static constexpr std::string_view name() { return "ExpandBackward"; }
+  static Tensor forward(AutogradContext*, const Tensor& self, IntArrayRef size, bool implicit) {
+    static const auto op = find_op("strata::expand").typed<Tensor(const Tensor&, IntArrayRef, bool)>();
+    return op.call(self, size, implicit);
+  }
+  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor()}; }
+};
+
+struct CloneFunction : autograd::Function<CloneFunction> {
+  static constexpr std::string_view name() { return "CloneBackward"; }
+  static Tensor forward(AutogradContext*, const Tensor& self) { return clone(self); }
+  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0]}; }
+};
+
+// self's old values are overwritten, so only src gets a gradient.
+struct CopyFunction : autograd::Function<CopyFunction> {
+  static constexpr std::string_view name() { return "CopyBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& src, bool non_blocking) {
+    autograd::detail::check_inplace(self, "copy_");
+    static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
+    op.call(self, src, non_blocking);
+    ctx->mark_dirty({self});
+    return self;
+  }
+  static tensor_list backward(AutogradContext*, tensor_list grads) { return {Tensor(), grads[0], Tensor()}; }
+};
+
+// The gradient goes back to the input's dtype and device (see validate_gradients).
+struct ToCopyFunction : autograd::Function<ToCopyFunction> {
+  static constexpr std::string_view name() { return "ToCopyBackward"; }
+  static Tensor forward(AutogradContext*, const Tensor& self, std::optional<ScalarType> dtype,
+                        std::optional<Device> device, bool non_blocking) {
+    static const auto op = find_op("strata::_to_copy")
+                               .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
+    return op.call(self, dtype, device, non_blocking);
+  }
+  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor(), Tensor()}; }
+};
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("view", autograd::kernel<ViewFunction>());
+  m.impl("transpose.int", autograd::kernel<TransposeFunction>());
+  m.impl("permute", autograd::kernel<PermuteFunction>());
+  m.impl("expand", autograd::kernel<ExpandFunction>());
+  m.impl("clone", autograd::kernel<CloneFunction>());
+  m.impl("copy_", autograd::kernel<CopyFunction>());
+  m.impl("_to_copy", autograd::kernel<ToCopyFunction>());
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Free functions.
+
+Tensor view(const Tensor& self, IntArrayRef sizes) {
+  static const auto op = find_op("strata::view").typed<Tensor(const Tensor&, IntArrayRef)>();
+  return op.call(self, sizes);
+}
+Tensor reshape(const Tensor& self, IntArrayRef sizes) {
+  static const auto op = find_op("strata::reshape").typed<Tensor(const Tensor&, IntArrayRef)>();
+  return op.call(self, sizes);
+}
+Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
+  static const auto op = find_op("strata::transpose.int").typed<Tensor(const Tensor&, int64_t, int64_t)>();
+  return op.call(self, dim0, dim1);
+}
+Tensor permute(const Tensor& self, IntArrayRef dims) {
+  static const auto op = find_op("strata::permute").typed<Tensor(const Tensor&, IntArrayRef)>();
+  return op.call(self, dims);
+}
+Tensor expand(const Tensor& self, IntArrayRef sizes) {
+  static const auto op = find_op("strata::expand").typed<Tensor(const Tensor&, IntArrayRef, bool)>();
+  return op.call(self, sizes, false);
+}
+// Like Tensor::contiguous in PyTorch: a contiguous tensor returns itself without dispatching.
+Tensor contiguous(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  static const auto op = find_op("strata::contiguous").typed<Tensor(const Tensor&)>();
+  return op.call(self);
+}
+Tensor clone(const Tensor& self) {
+  static const auto op = find_op("strata::clone").typed<Tensor(const Tensor&)>();
+  return op.call(self);
+}
+const Tensor& copy_(const Tensor& self, const Tensor& src) {
+  static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
+  op.call(self, src, false);
+  return self;
+}
+
+// Returns self when neither dtype nor device changes and no copy is asked for.
+Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
+  const std::optional<ScalarType> dtype = options.dtype_opt();
+  const std::optional<Device> device = options.device_opt();
+  const bool same_dtype = !dtype || *dtype == self.dtype();
+  const bool same_device = !device || *device == self.device();
+  Tensor result = self;
+  if (!same_dtype || !same_device || copy) {
+    static const auto op = find_op("strata::_to_copy")
+                               .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
+    result = op.call(self, dtype, device, false);
+  }
+  if (options.requires_grad()) result.requires_grad_(true);
+  return result;
+}
+
+}  // namespace strata

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata needs to build, test and run its samples.
+# Does nothing for packages already present; needs root to install anything.
+set -euo pipefail
+packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "strata: missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

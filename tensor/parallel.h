@@ -1,0 +1,26 @@
+#pragma once
+// Threads for kernels (OpenMP underneath). See Note [Grain size] in parallel.cpp.
+#include <cstdint>
+#include <functional>
+
+namespace strata {
+
+inline constexpr int64_t kDefaultGrainSize = 32768;
+
+int get_num_threads();
+// Throws ValueError for count < 1.
+void set_num_threads(int count);
+// Runs fn(b, e) over [begin, end) in chunks of at least `grain` elements, on several threads
+// only when the range holds more than one grain; small ranges run inline on the calling
+// thread. An exception thrown by fn on any thread is rethrown on the calling thread.
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+// True inside a parallel_for chunk running on a worker (nested calls then run inline).
+bool in_parallel_region();
+
+namespace cuda {
+bool is_available();   // false when strata was built without CUDA or no device is present
+int device_count();    // 0 then
+void synchronize();    // no-op then
+}  // namespace cuda
+
+}  // namespace strata

@@ -1,0 +1,59 @@
+// Scalar negation, comparison and printing.
+#include <strata/tensor/scalar.h>
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+namespace strata {
+
+Scalar Scalar::operator-() const {
+  STRATA_CHECK_TYPE(kind_ != Kind::Bool, "[neg] negating a bool Scalar is not supported; use logical_not");
+  if (kind_ == Kind::Floating) return Scalar(-value_.d);
+  // Two's complement wrap (like int64 tensors) instead of undefined behaviour at INT64_MIN.
+  return Scalar(static_cast<int64_t>(0ull - static_cast<uint64_t>(value_.i)));
+}
+
+// Note [Scalar equality]
+// Scalars compare by value, as Python numbers do: Scalar(1) == Scalar(1.0) == Scalar(true),
+// and NaN equals nothing. An integer and a double are equal only when the double holds exactly
+// that integer (no rounding of large int64 values through double).
+bool Scalar::operator==(const Scalar& other) const {
+  if (kind_ != Kind::Floating && other.kind_ != Kind::Floating) return value_.i == other.value_.i;
+  if (kind_ == Kind::Floating && other.kind_ == Kind::Floating) return value_.d == other.value_.d;
+  double floating = kind_ == Kind::Floating ? value_.d : other.value_.d;
+  int64_t integral = kind_ == Kind::Floating ? other.value_.i : value_.i;
+  // 2^63 itself is out of int64 range, so the bound is exclusive.
+  if (!(floating >= -9223372036854775808.0 && floating < 9223372036854775808.0)) return false;
+  return std::trunc(floating) == floating && static_cast<int64_t>(floating) == integral;
+}
+
+namespace {
+// Python's repr of a float: shortest round-trip digits, ".0" for whole numbers, inf and nan.
+void write_python_float(std::ostream& out, double value) {
+  if (std::isnan(value)) {
+    out << "nan";
+    return;
+  }
+  if (std::isinf(value)) {
+    out << (value < 0 ? "-inf" : "inf");
+    return;
+  }
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  std::string_view text(buffer, static_cast<size_t>(result.ptr - buffer));
+  out << text;
+  if (text.find_first_of(".e") == std::string_view::npos) out << ".0";
+}
+}  // namespace
+
+std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {
+  switch (scalar.kind()) {
+    case Scalar::Kind::Bool: return out << (scalar.to_bool() ? "True" : "False");
+    case Scalar::Kind::Integral: return out << scalar.to_long();
+    case Scalar::Kind::Floating: write_python_float(out, scalar.to_double()); return out;
+  }
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,65 @@
+#pragma once
+// Storage: a block of memory on one device, shared by a tensor and its views.
+// The version counter lives here too, so views and detached tensors share it.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include <strata/tensor/device.h>
+#include <strata/tensor/intrusive_ptr.h>
+
+namespace strata {
+
+// Allocation results carry their own way back.
+struct DataPtr {
+  void* data = nullptr;
+  void (*deleter)(void* data, void* context, size_t nbytes) = nullptr;
+  void* context = nullptr;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+
+// The CPU allocator: 64-byte aligned blocks, recycled by size class.
+Allocator* cpu_allocator();
+// Bytes currently allocated by the CPU allocator for tensors (live, not cached).
+int64_t cpu_live_bytes();
+// Frees the blocks the CPU allocator keeps for reuse on the calling thread.
+void cpu_allocator_empty_cache();
+
+class StorageImpl : public RefCounted {
+ public:
+  StorageImpl(DataPtr data, size_t nbytes, Device device)
+      : data_(data), nbytes_(nbytes), device_(device) {}
+  // Wraps memory the caller owns; `on_release` (may be empty) runs when the storage dies.
+  StorageImpl(void* external, size_t nbytes, Device device, std::function<void(void*)> on_release);
+  ~StorageImpl() override;
+
+  void* data() const { return data_.data; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  DataPtr data_;
+  size_t nbytes_;
+  Device device_;
+  std::atomic<uint32_t> version_{0};
+  std::function<void(void*)> on_release_;
+};
+
+// A storage of nbytes on `device`; Meta storages allocate nothing.
+intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device);
+
+namespace detail {
+// CUDA registers its allocator here when it is built in.
+void set_device_allocator(DeviceType type, Allocator* allocator);
+}
+
+}  // namespace strata

@@ -1,0 +1,124 @@
+// Tensor handle methods that need no ops: geometry, data access, item, from_blob, views.
+#include <strata/tensor/tensor.h>
+
+namespace strata {
+
+namespace {
+// Tensor::size and Tensor::stride index real dims, so unlike wrap_dim a 0-d tensor has none.
+int64_t wrap_existing_dim(int64_t dim, int64_t ndim, const char* op) {
+  STRATA_CHECK_INDEX(ndim > 0, "[", op, "] dimension ", dim, " out of range for a 0-d tensor (it has no dimensions)");
+  return wrap_dim(dim, ndim, op);
+}
+}  // namespace
+
+int64_t Tensor::size(int64_t dim) const {
+  TensorImpl* impl = checked_impl();
+  return impl->sizes()[static_cast<size_t>(wrap_existing_dim(dim, impl->dim(), "size"))];
+}
+
+int64_t Tensor::stride(int64_t dim) const {
+  TensorImpl* impl = checked_impl();
+  return impl->strides()[static_cast<size_t>(wrap_existing_dim(dim, impl->dim(), "stride"))];
+}
+
+void* Tensor::data_ptr() const {
+  TensorImpl* impl = checked_impl();
+  STRATA_CHECK(!impl->device().is_meta(), "[data_ptr] a Meta tensor has no data (shape ", impl->sizes(), ", ",
+               impl->dtype(), ")");
+  return impl->data();
+}
+
+void Tensor::check_data_ptr_type(ScalarType requested) const {
+  ScalarType actual = dtype();
+  STRATA_CHECK_TYPE(requested == actual, "[data_ptr] requested ", requested, " but the tensor is ", actual);
+}
+
+Scalar Tensor::item() const {
+  TensorImpl* impl = checked_impl();
+  STRATA_CHECK_VALUE(impl->numel() == 1, "[item] a Tensor with ", impl->numel(),
+                     " elements cannot be converted to a Scalar");
+  Device device = impl->device();
+  STRATA_CHECK(!device.is_meta(), "[item] a Meta tensor has no data (shape ", impl->sizes(), ", ", impl->dtype(),
+               ")");
+  STRATA_CHECK_NOT_IMPLEMENTED(device.is_cpu(), "[item] reading a value from a ", device,
+                               " tensor is not supported yet; copy it to the CPU first");
+  const void* data = impl->data();
+  return visit_dtype(impl->dtype(), [&]<class T>() { return Scalar(*static_cast<const T*>(data)); });
+}
+
+void Tensor::throw_undefined() {
+  detail::throw_error<Error>("[Tensor] called a method on an undefined tensor");
+}
+
+namespace {
+// Bytes spanned by a strided tensor whose strides are non-negative: last element + 1.
+size_t spanned_bytes(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, int64_t numel) {
+  if (numel == 0) return 0;
+  int64_t last = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) last += (sizes[d] - 1) * strides[d];
+  return static_cast<size_t>((last + 1) * element_size(dtype));
+}
+}  // namespace
+
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options) {
+  return from_blob(data, sizes, contiguous_strides(sizes), options);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  int64_t numel = checked_numel(sizes, "from_blob");
+  STRATA_CHECK_VALUE(sizes.size() == strides.size(), "[from_blob] got ", sizes.size(), " sizes ", sizes, " but ",
+                     strides.size(), " strides ", strides);
+  for (int64_t stride : strides)
+    STRATA_CHECK_VALUE(stride >= 0, "[from_blob] strides must be non-negative, got ", strides);
+  Device device = options.device();
+  STRATA_CHECK_VALUE(device.is_cpu(), "[from_blob] only CPU memory can be wrapped, got device ", device);
+  STRATA_CHECK_VALUE(data != nullptr || numel == 0, "[from_blob] data is null but size ", sizes, " has ", numel,
+                     " elements");
+  ScalarType dtype = options.dtype();
+  size_t nbytes = spanned_bytes(sizes, strides, dtype, numel);
+  auto storage = make_intrusive<StorageImpl>(data, nbytes, device, std::function<void(void*)>());
+  Tensor result = Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides));
+  if (options.requires_grad()) result.requires_grad_(true);
+  return result;
+}
+
+namespace detail {
+
+Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
+  int64_t numel = checked_numel(sizes, "empty");
+  int64_t nbytes = 0;
+  STRATA_CHECK_VALUE(!__builtin_mul_overflow(numel, element_size(dtype), &nbytes), "[empty] size ", sizes,
+                     " of ", dtype, " needs more bytes than int64 can count");
+  auto storage = make_storage(static_cast<size_t>(nbytes), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes));
+}
+
+// Note [View bounds]
+// make_view checks that every element of the new geometry lies inside the base's storage, so a
+// wrong view kernel (or a user's as_strided-like call) fails with an error instead of reading
+// memory it does not own. The check costs one pass over the dims.
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
+  TensorImpl* base_impl = base.impl();
+  STRATA_CHECK(base_impl, "[make_view] the base tensor is undefined");
+  auto impl = make_intrusive<TensorImpl>(base_impl->storage(), base_impl->dtype(), sizes, strides, storage_offset);
+  if (impl->numel() > 0) {
+    int64_t lowest = storage_offset, highest = storage_offset;
+    for (size_t d = 0; d < sizes.size(); ++d) (strides[d] < 0 ? lowest : highest) += (sizes[d] - 1) * strides[d];
+    int64_t capacity = static_cast<int64_t>(base_impl->storage()->nbytes()) / element_size(base_impl->dtype());
+    STRATA_CHECK_VALUE(lowest >= 0 && highest < capacity, "[make_view] a view with size ", sizes, ", stride ",
+                       strides, " and offset ", storage_offset, " reaches elements [", lowest, ", ", highest,
+                       "] outside the storage of ", capacity, " elements");
+  }
+  return Tensor(std::move(impl));
+}
+
+}  // namespace detail
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t range = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts 0 and -1, like PyTorch
+  STRATA_CHECK_INDEX(dim >= -range && dim < range, "[", op, "] dimension ", dim,
+                     " out of range (expected to be in range of [", -range, ", ", range - 1, "])");
+  return dim < 0 ? dim + range : dim;
+}
+
+}  // namespace strata

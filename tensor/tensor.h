@@ -1,0 +1,186 @@
+#pragma once
+// Tensor: a reference-counted handle to a TensorImpl. Copies share the tensor; every method
+// is const. Methods that run ops are defined in ops/tensor_methods.cpp and dispatch like the
+// free functions in ops/ops.h.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <optional>
+#include <ostream>
+#include <tuple>
+#include <vector>
+
+#include <strata/tensor/array_ref.h>
+#include <strata/tensor/errors.h>
+#include <strata/tensor/scalar.h>
+#include <strata/tensor/tensor_impl.h>
+#include <strata/tensor/tensor_options.h>
+
+namespace strata {
+
+class Tensor;
+using tensor_list = std::vector<Tensor>;
+namespace autograd {
+class Node;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return static_cast<bool>(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const intrusive_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  uint32_t use_count() const { return impl_.use_count(); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+  IntArrayRef sizes() const { return checked_impl()->sizes(); }
+  IntArrayRef strides() const { return checked_impl()->strides(); }
+  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return checked_impl()->dim(); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return checked_impl()->numel(); }
+  int64_t storage_offset() const { return checked_impl()->storage_offset(); }
+  ScalarType dtype() const { return checked_impl()->dtype(); }
+  ScalarType scalar_type() const { return dtype(); }
+  Device device() const { return checked_impl()->device(); }
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+  int64_t element_size() const { return strata::element_size(dtype()); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  bool is_contiguous() const { return checked_impl()->is_contiguous(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_meta() const { return device().is_meta(); }
+  bool is_floating_point() const { return strata::is_floating_point(dtype()); }
+  DispatchKeySet key_set() const { return checked_impl()->key_set(); }
+  uint32_t version() const { return checked_impl()->version(); }
+
+  // Start of the elements. Throws for Meta tensors (they have no data).
+  void* data_ptr() const;
+  // Throws TypeError unless T is this tensor's dtype.
+  template <class T>
+  T* data_ptr() const {
+    check_data_ptr_type(scalar_type_of<T>);
+    return static_cast<T*>(data_ptr());
+  }
+  // The single value of a one-element tensor, converted to T from any dtype.
+  Scalar item() const;
+  template <class T>
+  T item() const {
+    return item().to<T>();
+  }
+
+  // Conversions and copies.
+  Tensor to(const TensorOptions& options, bool copy = false) const;
+  Tensor cpu() const;
+  Tensor cuda() const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  const Tensor& copy_(const Tensor& src) const;
+  Tensor detach() const;
+
+  // Views.
+  Tensor view(IntArrayRef sizes) const;
+  Tensor reshape(IntArrayRef sizes) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor expand(IntArrayRef sizes) const;
+
+  // Arithmetic.
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
+  const Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(const Scalar& other) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& div_(const Scalar& other) const;
+
+  // Autograd (defined in autograd/variable.cpp). See ../shared/API.md, "Autograd".
+  bool requires_grad() const;
+  // Throws TypeError for integer and bool tensors, and for non-leaf tensors when turning it off.
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  // The gradient's handle (undefined until a backward reaches this tensor); in-place
+  // changes to it change the gradient.
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  bool is_leaf() const;
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  uint32_t output_nr() const;
+  // Keeps .grad for a non-leaf tensor after backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  // hook(grad) runs when this tensor's gradient is computed; a defined result replaces it.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  template <class F>
+    requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
+  unsigned register_hook(F&& hook) const {
+    return register_hook(std::function<Tensor(const Tensor&)>([hook = std::forward<F>(hook)](const Tensor& grad) mutable {
+      hook(grad);
+      return Tensor();
+    }));
+  }
+  void remove_hook(unsigned handle) const;
+  // Detaches in place: this tensor leaves the graph.
+  const Tensor& detach_() const;
+
+  // Reductions and linear algebra.
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor matmul(const Tensor& other) const;
+
+ private:
+  TensorImpl* checked_impl() const {
+    if (!impl_) [[unlikely]] throw_undefined();
+    return impl_.get();
+  }
+  [[noreturn]] static void throw_undefined();
+  void check_data_ptr_type(ScalarType requested) const;
+
+  intrusive_ptr<TensorImpl> impl_;
+};
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+// Prints values like PyTorch, then shape, dtype and device.
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
+
+// Wraps memory the caller owns: no copy, no ownership (the memory must outlive the tensor).
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
+
+namespace detail {
+// A new tensor with fresh storage and contiguous strides (no dispatch; for kernels).
+Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device);
+// A tensor sharing `base`'s storage with new geometry (for view kernels).
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+}  // namespace detail
+
+// Dimension index wrapping: -1 is the last dim. Throws IndexError naming `op`.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+}  // namespace strata

@@ -1,0 +1,100 @@
+// TensorImpl geometry: sizes, strides, numel and contiguity.
+#include <strata/tensor/tensor_impl.h>
+
+namespace strata {
+
+TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes,
+                       IntArrayRef strides, int64_t storage_offset)
+    : storage_(std::move(storage)), dtype_(dtype) {
+  STRATA_INTERNAL_ASSERT(storage_, "[TensorImpl] a tensor needs a storage");
+  key_set_ = DispatchKeySet(backend_key(storage_->device().type()));
+  set_sizes_and_strides(sizes, strides, storage_offset);
+}
+
+TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes)
+    : storage_(std::move(storage)), dtype_(dtype) {
+  STRATA_INTERNAL_ASSERT(storage_, "[TensorImpl] a tensor needs a storage");
+  key_set_ = DispatchKeySet(backend_key(storage_->device().type()));
+  set_sizes_contiguous(sizes);
+}
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
+  STRATA_CHECK_VALUE(sizes.size() == strides.size(), "[TensorImpl] got ", sizes.size(), " sizes ", sizes,
+                     " but ", strides.size(), " strides ", strides);
+  STRATA_CHECK_VALUE(storage_offset >= 0, "[TensorImpl] storage offset must be non-negative, got ",
+                     storage_offset);
+  checked_numel(sizes, "TensorImpl");  // throws before anything changes
+  sizes_.assign(sizes);
+  strides_.assign(strides);
+  storage_offset_ = storage_offset;
+  refresh_numel_and_contiguity();
+}
+
+void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
+  checked_numel(sizes, "TensorImpl");  // throws before anything changes
+  sizes_.assign(sizes);
+  strides_ = contiguous_strides(sizes);
+  storage_offset_ = 0;
+  refresh_numel_and_contiguity();
+}
+
+// Note [Contiguity]
+// A tensor is contiguous when walking its elements in row-major order walks memory with no
+// gaps: every dim of size != 1 has the row-major stride for the dims after it. Dims of size 1
+// may have any stride (they are never stepped), and a tensor with no elements is contiguous.
+// This is PyTorch's definition, so views like t[:, 0:1] or unsqueeze stay contiguous.
+void TensorImpl::refresh_numel_and_contiguity() {
+  numel_ = 1;
+  for (int64_t size : sizes_) numel_ *= size;  // validated by checked_numel
+  is_contiguous_ = true;
+  if (numel_ == 0) return;
+  int64_t expected_stride = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected_stride) {
+      is_contiguous_ = false;
+      return;
+    }
+    expected_stride *= sizes_[d];
+  }
+}
+
+void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_meta_ = std::move(meta); }
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size(), 1);
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;  // like PyTorch: size 0 and 1 dims do not scale the stride
+  }
+  return strides;
+}
+
+int64_t checked_numel(IntArrayRef sizes, const char* op) {
+  bool has_zero = false;
+  for (int64_t size : sizes) {
+    STRATA_CHECK_VALUE(size >= 0, "[", op, "] negative dimension ", size, " in size ", sizes);
+    has_zero |= size == 0;
+  }
+  if (has_zero) return 0;
+  int64_t numel = 1;
+  for (int64_t size : sizes) {
+    STRATA_CHECK_VALUE(!__builtin_mul_overflow(numel, size, &numel), "[", op, "] size ", sizes,
+                       " has more elements than int64 can count");
+  }
+  return numel;
+}
+
+DispatchKey backend_key(DeviceType type) {
+  switch (type) {
+    case kCPU: return DispatchKey::CPU;
+    case kCUDA: return DispatchKey::CUDA;
+    case kMeta: return DispatchKey::Meta;
+  }
+  detail::throw_error<ValueError>("[backend_key] unknown device type ", static_cast<int>(type));
+}
+
+}  // namespace strata

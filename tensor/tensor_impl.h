@@ -1,0 +1,84 @@
+#pragma once
+// TensorImpl: the object a Tensor handle points to. Sizes, strides, offset into a shared
+// Storage, dtype, device, dispatch keys, and a slot for autograd's per-tensor data.
+#include <cstdint>
+#include <memory>
+
+#include <strata/dispatch/dispatch_key.h>
+#include <strata/tensor/dim_vector.h>
+#include <strata/tensor/scalar_type.h>
+#include <strata/tensor/storage.h>
+
+namespace strata {
+
+// Autograd keeps its per-tensor state (requires_grad, grad, grad_fn, hooks) behind this
+// interface so the tensor layer does not depend on autograd.
+class AutogradMetaInterface {
+ public:
+  virtual ~AutogradMetaInterface() = default;
+  virtual bool requires_grad() const = 0;
+};
+
+// Note [One allocation per tensor]
+// A TensorImpl keeps sizes and strides inline (DimVector) and shares its Storage through an
+// intrusive pointer; a new CPU tensor costs the TensorImpl, the StorageImpl and one block from
+// the size-class cache, with no other heap traffic.
+class TensorImpl : public RefCounted {
+ public:
+  TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+             int64_t storage_offset = 0);
+  // Contiguous strides.
+  TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes);
+  ~TensorImpl() override;
+
+  IntArrayRef sizes() const { return sizes_.ref(); }
+  IntArrayRef strides() const { return strides_.ref(); }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  bool is_contiguous() const { return is_contiguous_; }
+  DispatchKeySet key_set() const { return key_set_; }
+  const intrusive_ptr<StorageImpl>& storage() const { return storage_; }
+
+  // Start of this tensor's elements (storage data + offset); null for Meta.
+  void* data() const {
+    auto* base = static_cast<char*>(storage_->data());
+    return base ? base + storage_offset_ * element_size(dtype_) : nullptr;
+  }
+
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+  void set_sizes_contiguous(IntArrayRef sizes);
+
+  uint32_t version() const { return storage_->version(); }
+  void bump_version() { storage_->bump_version(); }
+
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta);
+  // Autograd calls this when requires_grad changes: the Autograd key follows it.
+  void set_autograd_key(bool on) {
+    key_set_ = on ? key_set_.add(DispatchKey::Autograd) : key_set_.remove(DispatchKey::Autograd);
+  }
+
+ private:
+  void refresh_numel_and_contiguity();
+
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  intrusive_ptr<StorageImpl> storage_;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  ScalarType dtype_;
+  bool is_contiguous_ = true;
+  DispatchKeySet key_set_;
+};
+
+// Row-major strides for sizes.
+DimVector contiguous_strides(IntArrayRef sizes);
+// Product of sizes; throws ValueError on a negative size.
+int64_t checked_numel(IntArrayRef sizes, const char* op);
+DispatchKey backend_key(DeviceType type);
+
+}  // namespace strata

@@ -1,0 +1,62 @@
+#pragma once
+#include <optional>
+
+#include <strata/tensor/device.h>
+#include <strata/tensor/scalar_type.h>
+
+namespace strata {
+
+// What a new tensor should be: dtype, device, requires_grad. Unset fields take defaults
+// (dtype from the values or kFloat32, device kCPU, no grad).
+class TensorOptions {
+ public:
+  TensorOptions() = default;
+  TensorOptions(ScalarType dtype) : dtype_(dtype) {}    // NOLINT: implicit by contract
+  TensorOptions(Device device) : device_(device) {}     // NOLINT
+  TensorOptions(DeviceType device) : device_(device) {} // NOLINT
+
+  TensorOptions dtype(ScalarType dtype) const {
+    TensorOptions copy = *this;
+    copy.dtype_ = dtype;
+    return copy;
+  }
+  TensorOptions device(Device device) const {
+    TensorOptions copy = *this;
+    copy.device_ = device;
+    return copy;
+  }
+  // No default argument: `options.requires_grad()` is the getter below (LibTorch's spelling).
+  TensorOptions requires_grad(bool requires_grad) const {
+    TensorOptions copy = *this;
+    copy.requires_grad_ = requires_grad;
+    return copy;
+  }
+
+  ScalarType dtype() const { return dtype_.value_or(kFloat32); }
+  Device device() const { return device_.value_or(Device(kCPU)); }
+  bool requires_grad() const { return requires_grad_; }
+  bool has_dtype() const { return dtype_.has_value(); }
+  bool has_device() const { return device_.has_value(); }
+  std::optional<ScalarType> dtype_opt() const { return dtype_; }
+  std::optional<Device> device_opt() const { return device_; }
+
+  // Fields set here override; unset fields come from `defaults`.
+  TensorOptions merged_with(const TensorOptions& defaults) const {
+    TensorOptions result = defaults;
+    if (dtype_) result.dtype_ = dtype_;
+    if (device_) result.device_ = device_;
+    result.requires_grad_ = requires_grad_ || defaults.requires_grad_;
+    return result;
+  }
+
+ private:
+  std::optional<ScalarType> dtype_;
+  std::optional<Device> device_;
+  bool requires_grad_ = false;
+};
+
+inline TensorOptions dtype(ScalarType type) { return TensorOptions().dtype(type); }
+inline TensorOptions device(Device device) { return TensorOptions().device(device); }
+inline TensorOptions requires_grad(bool requires_grad = true) { return TensorOptions().requires_grad(requires_grad); }
+
+}  // namespace strata

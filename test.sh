@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Quick start, step 2: build and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+ctest --test-dir build --output-on-failure

@@ -1,0 +1,186 @@
+// Custom Functions: saved tensors, saved data, context flags, kernel<F>() registration.
+#include <doctest/doctest.h>
+
+#include <strata/strata.h>
+
+#include "../test_util.h"
+
+using namespace strata;
+using strata::testing::expect_error;
+
+namespace {
+
+// y = x * x * beta, saved input and a saved double.
+struct ScaledSquare : autograd::Function<ScaledSquare> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, double beta) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["beta"] = beta;
+    return x * x * beta;
+  }
+  static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
+    Tensor x = ctx->get_saved_variables()[0];
+    double beta = ctx->saved_data["beta"].to_double();
+    return {grads[0] * x * (2 * beta), Tensor()};
+  }
+};
+
+// Saves its own output: y = x * 3, dy/dx from the output (y / x * ...): uses y to compute.
+struct TripleSavesOutput : autograd::Function<TripleSavesOutput> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    Tensor y = x * 3.0;
+    ctx->save_for_backward({y});
+    return y;
+  }
+  static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
+    Tensor y = ctx->get_saved_variables()[0];
+    CHECK(y.defined());
+    return {grads[0] * 3.0};
+  }
+};
+
+struct WrongCount : autograd::Function<WrongCount> {
+  static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return {grads[0], grads[0]}; }
+};
+
+struct WrongShape : autograd::Function<WrongShape> {
+  static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list) { return {ones({7})}; }
+};
+
+struct InPlaceDouble : autograd::Function<InPlaceDouble> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    x.mul_(2.0);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return {grads[0] * 2.0}; }
+};
+
+struct TwoOutputs : autograd::Function<TwoOutputs> {
+  static tensor_list forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    Tensor index = zeros({1}, kInt64);
+    ctx->mark_non_differentiable({index});
+    return {x * 2.0, index};
+  }
+  static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
+    CHECK(ctx->needs_input_grad(0));
+    return {grads[0] * 2.0};
+  }
+};
+
+struct NoMaterialize : autograd::Function<NoMaterialize> {
+  static tensor_list forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->set_materialize_grads(false);
+    return {x * 1.0, x * 2.0};
+  }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) {
+    CHECK_FALSE(grads[1].defined());  // the second output was not used
+    return {grads[0]};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("function: forward and backward with saved tensors and saved data") {
+  Tensor x = tensor({1.0, 2.0, 3.0}, kFloat64).requires_grad_();
+  Tensor y = ScaledSquare::apply(x, 0.5);
+  CHECK(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "ScaledSquare");
+  y.sum().backward();
+  CHECK(allclose(x.grad(), tensor({1.0, 2.0, 3.0}, kFloat64)));
+  auto result = autograd::gradcheck([](const tensor_list& in) { return tensor_list{ScaledSquare::apply(in[0], 1.5)}; },
+                                    {x});
+  CHECK_MESSAGE(static_cast<bool>(result), result.message());
+}
+
+TEST_CASE("function: no graph is recorded without grad") {
+  Tensor x = tensor({1.0, 2.0});
+  CHECK(ScaledSquare::apply(x, 1.0).grad_fn() == nullptr);
+  Tensor leaf = tensor({1.0f}).requires_grad_();
+  NoGradGuard no_grad;
+  CHECK_FALSE(ScaledSquare::apply(leaf, 1.0).requires_grad());
+}
+
+TEST_CASE("function: saving its own output does not leak") {
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  for (int i = 0; i < 100; ++i) TripleSavesOutput::apply(x).sum().backward();  // warm the allocator caches
+  const int64_t before = cpu_live_bytes();
+  for (int i = 0; i < 10000; ++i) TripleSavesOutput::apply(x).sum().backward();
+  CHECK(cpu_live_bytes() == before);
+  CHECK(x.grad().sum().item<float>() == doctest::Approx(2 * 3.0f * 10100));
+}
+
+TEST_CASE("function: backward returning the wrong number or shape of gradients") {
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  expect_error<ValueError>([&] { WrongCount::apply(x).sum().backward(); }, "[WrongCount]", {"returned 2 gradients"});
+  expect_error<ValueError>([&] { WrongShape::apply(x).sum().backward(); }, "[WrongShape]", {"shape [7]"});
+}
+
+TEST_CASE("function: mark_dirty rebases an in-place change; leaves refuse it") {
+  Tensor leaf = tensor({1.0f, 2.0f}).requires_grad_();
+  Tensor x = leaf * 1.0;
+  Tensor y = InPlaceDouble::apply(x);
+  CHECK(y.is_same(x));
+  CHECK(x.grad_fn()->name() == "InPlaceDouble");
+  y.sum().backward();
+  CHECK(allclose(leaf.grad(), tensor({2.0f, 2.0f})));
+  expect_error<Error>([&] { InPlaceDouble::apply(leaf); }, "[InPlaceDouble]", {"leaf"});
+}
+
+TEST_CASE("function: non-differentiable outputs and needs_input_grad") {
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  tensor_list outputs = TwoOutputs::apply(x);
+  CHECK(outputs[0].requires_grad());
+  CHECK_FALSE(outputs[1].requires_grad());
+  outputs[0].sum().backward();
+  CHECK(allclose(x.grad(), tensor({2.0f, 2.0f})));
+}
+
+TEST_CASE("function: set_materialize_grads(false) passes undefined gradients through") {
+  Tensor x = tensor({1.0f}).requires_grad_();
+  tensor_list outputs = NoMaterialize::apply(x);
+  outputs[0].sum().backward();
+  CHECK(x.grad().item<float>() == 1.0f);
+}
+
+TEST_CASE("function: kernel<F>() makes a Function the Autograd kernel of a new op") {
+  Library def("fn_test_ops", Library::DEF);
+  def.def("scaled_square(Tensor x, float beta=1.0) -> Tensor");
+  Library cpu("fn_test_ops", Library::IMPL, DispatchKey::CPU);
+  cpu.impl("scaled_square", [](const Tensor& x, double beta) { return x * x * beta; });
+  Library autograd_impl("fn_test_ops", Library::IMPL, DispatchKey::Autograd);
+  autograd_impl.impl("scaled_square", autograd::kernel<ScaledSquare>());
+  auto op = find_op("fn_test_ops::scaled_square").typed<Tensor(const Tensor&, double)>();
+  Tensor x = tensor({1.0, -2.0}, kFloat64).requires_grad_();
+  Tensor y = op.call(x, 2.0);
+  CHECK(y.grad_fn()->name() == "ScaledSquare");
+  y.sum().backward();
+  CHECK(allclose(x.grad(), tensor({4.0, -8.0}, kFloat64)));
+  // Without grad the Autograd kernel is skipped: no graph.
+  CHECK(op.call(tensor({1.0}, kFloat64), 2.0).grad_fn() == nullptr);
+}
+
+TEST_CASE("function: a built-in op's derivative is replaced inside a scope and restored") {
+  struct LoudMul : autograd::Function<LoudMul> {
+    static Tensor forward(autograd::AutogradContext* ctx, const Tensor& a, const Tensor& b) {
+      ctx->save_for_backward({a, b});
+      return mul(a, b);
+    }
+    static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
+      auto saved = ctx->get_saved_variables();
+      return {grads[0] * saved[1] * 100.0, grads[0] * saved[0] * 100.0};
+    }
+  };
+  Tensor a = tensor({2.0f}).requires_grad_();
+  Tensor b = tensor({3.0f});
+  {
+    Library replace("strata", Library::IMPL, DispatchKey::Autograd);
+    replace.impl("mul.Tensor", autograd::kernel<LoudMul>());
+    (a * b).backward();
+    CHECK(a.grad().item<float>() == 300.0f);
+  }
+  a.set_grad(Tensor());
+  (a * b).backward();
+  CHECK(a.grad().item<float>() == 3.0f);
+}

@@ -1,0 +1,152 @@
+// Tests for ops/creation.cpp: empty, zeros, ones, full, arange, rand, randn, the *_like
+// functions and tensor().
+#include "op_test_util.h"
+
+using namespace strata;
+using strata::testing::check_meta_matches;
+using strata::testing::check_values;
+using strata::testing::expect_error;
+using strata::testing::values_of;
+
+TEST_CASE("empty: shape, default dtype, options and meta") {
+  Tensor t = empty({2, 3});
+  CHECK(t.sizes() == IntArrayRef{2, 3});
+  CHECK(t.dtype() == kFloat32);
+  CHECK(t.is_cpu());
+  CHECK(t.is_contiguous());
+  CHECK(empty({4}, kInt32).dtype() == kInt32);
+  Tensor meta = empty({5, 0}, TensorOptions(kFloat64).device(kMeta));
+  CHECK(meta.is_meta());
+  CHECK(meta.dtype() == kFloat64);
+  CHECK(meta.numel() == 0);
+  CHECK(empty({}).dim() == 0);
+  expect_error<ValueError>([] { (void)empty({2, -1}); }, "[empty]");
+}
+
+TEST_CASE("zeros and ones: values in every dtype") {
+  for (ScalarType dtype : {kBool, kUInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64}) {
+    INFO("dtype ", dtype);
+    check_values(zeros({2, 2}, dtype), {2, 2}, dtype, {0, 0, 0, 0});
+    check_values(ones({3}, dtype), {3}, dtype, {1, 1, 1});
+  }
+  check_values(zeros({}), {}, kFloat32, {0});
+  check_values(ones({0, 4}), {0, 4}, kFloat32, {});
+  check_meta_matches(zeros({3, 1}, kMeta), zeros({3, 1}));
+  check_meta_matches(ones({2}, TensorOptions(kInt64).device(kMeta)), ones({2}, kInt64));
+  expect_error<ValueError>([] { (void)zeros({-3}); }, "[zeros]");
+  expect_error<ValueError>([] { (void)ones({-3}); }, "[ones]");
+}
+
+TEST_CASE("full: the dtype comes from the value unless given") {
+  check_values(full({2}, 3), {2}, kInt64, {3, 3});
+  check_values(full({2}, 2.5), {2}, kFloat32, {2.5, 2.5});
+  check_values(full({1}, true), {1}, kBool, {1});
+  check_values(full({2, 1}, 7, kFloat64), {2, 1}, kFloat64, {7, 7});
+  check_values(full({1}, 2.7, kInt32), {1}, kInt32, {2});  // truncates like PyTorch
+  check_values(full({1}, -1, kUInt8), {1}, kUInt8, {255});
+  check_values(full({}, 0.5, kFloat16), {}, kFloat16, {0.5});
+  check_meta_matches(full({3}, 1.5, kMeta), full({3}, 1.5));
+  expect_error<ValueError>([] { (void)full({2}, 300, kUInt8); },
+                           "[full] value 300 cannot be converted to type UInt8 without overflow");
+  expect_error<ValueError>([] { (void)full({2}, 1e6, kFloat16); }, "[full] value");
+  expect_error<ValueError>([] { (void)full({2}, 300, TensorOptions(kUInt8).device(kMeta)); }, "[full] value 300");
+}
+
+TEST_CASE("arange: integer and floating ranges") {
+  check_values(arange(5), {5}, kInt64, {0, 1, 2, 3, 4});
+  check_values(arange(0, 1, 0.25), {4}, kFloat32, {0, 0.25, 0.5, 0.75});
+  check_values(arange(5, 0, -2), {3}, kInt64, {5, 3, 1});
+  check_values(arange(1, 2.5, 0.5), {3}, kFloat32, {1, 1.5, 2});
+  check_values(arange(1.0, 2.0), {1}, kFloat32, {1});
+  check_values(arange(3, kFloat64), {3}, kFloat64, {0, 1, 2});
+  check_values(arange(0, 10, 3, kInt32), {4}, kInt32, {0, 3, 6, 9});
+  check_values(arange(3, 3), {0}, kInt64, {});
+  const int64_t big = int64_t{1} << 53;
+  Tensor large = arange(big, big + 3);
+  CHECK(large.data_ptr<int64_t>()[2] == big + 2);  // exact integer arithmetic
+  check_meta_matches(arange(10, kMeta), arange(10));
+  check_meta_matches(arange(0.0, 1.0, 0.1, kMeta), arange(0.0, 1.0, 0.1));
+  CHECK(arange(0.0, 1.0, 0.1).numel() == 10);
+}
+
+TEST_CASE("arange: errors") {
+  expect_error<ValueError>([] { (void)arange(0, 5, 0); }, "[arange] step must be nonzero");
+  expect_error<ValueError>([] { (void)arange(5, 0, 1); }, "[arange] step 1 has the wrong sign");
+  expect_error<ValueError>([] { (void)arange(0, 5, -1); }, "[arange]");
+  expect_error<ValueError>([] { (void)arange(0.0, INFINITY); }, "[arange] unsupported range");
+  expect_error<ValueError>([] { (void)arange(5, 0, 1, kMeta); }, "[arange]");
+}
+
+TEST_CASE("rand and randn: ranges, dtypes, reproducibility") {
+  manual_seed(42);
+  Tensor u = rand({1000});
+  CHECK(u.dtype() == kFloat32);
+  const std::vector<double> values = values_of(u);
+  double mean = 0;
+  for (double v : values) {
+    CHECK(v >= 0.0);
+    CHECK(v < 1.0);
+    mean += v / 1000;
+  }
+  CHECK(mean == doctest::Approx(0.5).epsilon(0.1));
+  manual_seed(42);
+  CHECK(values_of(rand({1000})) == values);  // same seed, same numbers
+  CHECK(values_of(rand({1000})) != values);  // the generator moved on
+  for (ScalarType dtype : {kFloat16, kBFloat16, kFloat64}) {
+    for (double v : values_of(rand({200}, dtype))) {
+      CHECK(v >= 0.0);
+      CHECK(v < 1.0);
+    }
+  }
+  Tensor n = randn({10001}, kFloat64);
+  double sum = 0, square = 0;
+  for (double v : values_of(n)) {
+    sum += v;
+    square += v * v;
+  }
+  CHECK(sum / 10001 == doctest::Approx(0.0).epsilon(0.05).scale(1));
+  CHECK(square / 10001 == doctest::Approx(1.0).epsilon(0.05));
+  check_meta_matches(rand({2, 3}, kMeta), rand({2, 3}));
+  check_meta_matches(randn({4}, TensorOptions(kFloat16).device(kMeta)), randn({4}, kFloat16));
+  CHECK(rand({0}).numel() == 0);
+  expect_error<TypeError>([] { (void)rand({2}, kInt64); }, "[rand] expected a floating point dtype, got Int64");
+  expect_error<TypeError>([] { (void)randn({2}, kBool); }, "[randn]");
+}
+
+TEST_CASE("like: options default to the tensor's") {
+  Tensor source = tensor({1, 2, 3}, kInt32);
+  check_values(zeros_like(source), {3}, kInt32, {0, 0, 0});
+  check_values(ones_like(source, kFloat64), {3}, kFloat64, {1, 1, 1});
+  check_values(full_like(source, 7), {3}, kInt32, {7, 7, 7});
+  CHECK(empty_like(source).dtype() == kInt32);
+  CHECK(empty_like(source, kMeta).is_meta());
+  CHECK(rand_like(source, kFloat32).sizes() == IntArrayRef{3});
+  CHECK(randn_like(zeros({2, 2})).sizes() == IntArrayRef{2, 2});
+  expect_error<TypeError>([&] { (void)rand_like(source); }, "[rand]");
+}
+
+TEST_CASE("tensor: dtype inference and copies of the values") {
+  check_values(tensor({1, 2, 3}), {3}, kInt64, {1, 2, 3});
+  check_values(tensor({1.5f, 2.5f}), {2}, kFloat32, {1.5, 2.5});
+  check_values(tensor({1.5, 2.5}), {2}, kFloat32, {1.5, 2.5});
+  check_values(tensor({true, false}), {2}, kBool, {1, 0});
+  check_values(tensor({short{4}}), {1}, kInt64, {4});
+  check_values(tensor({1, 2}, kFloat64), {2}, kFloat64, {1, 2});
+  check_values(tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}), {2, 3}, kFloat32, {1, 2, 3, 4, 5, 6});
+  check_values(tensor(std::vector<bool>{true, false, true}, {3}), {3}, kBool, {1, 0, 1});
+  check_values(tensor(std::vector<int64_t>{5}, {}), {}, kInt64, {5});
+  check_values(tensor(std::vector<float>{}, {0, 2}), {0, 2}, kFloat32, {});
+  Tensor meta = tensor({1.0f, 2.0f}, kMeta);
+  CHECK(meta.is_meta());
+  CHECK(meta.sizes() == IntArrayRef{2});
+  expect_error<ValueError>([] { (void)tensor(std::vector<float>{1, 2, 3}, {2, 2}); },
+                           "[tensor] got 3 values for shape [2, 2] (4 elements)");
+}
+
+TEST_CASE("creation: requires_grad in the options makes a leaf that requires grad") {
+  CHECK(zeros({2}, requires_grad()).requires_grad());
+  CHECK(tensor({1.0f}, requires_grad()).is_leaf());
+  CHECK(ones_like(zeros({1}), requires_grad()).requires_grad());
+  CHECK(arange(0.0, 3.0, 1.0, requires_grad()).requires_grad());
+  expect_error<TypeError>([] { (void)zeros({2}, TensorOptions(kInt64).requires_grad(true)); }, "[requires_grad_]");
+}

@@ -1,0 +1,134 @@
+// Tests for ops/linalg.cpp: matmul in all its torch.matmul forms.
+#include "op_test_util.h"
+
+using namespace strata;
+using strata::testing::check_meta_matches;
+using strata::testing::check_values;
+using strata::testing::expect_error;
+using strata::testing::values_of;
+
+namespace {
+
+// torch.matmul computed naively in double from the operands' values.
+std::vector<double> reference_matmul(const Tensor& a, const Tensor& b, const std::vector<int64_t>& out_sizes) {
+  const bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
+  Tensor a2 = a_vector ? a.view({1, a.size(0)}) : a;
+  Tensor b2 = b_vector ? b.view({b.size(0), 1}) : b;
+  const int64_t n = a2.size(-2), k = a2.size(-1), p = b2.size(-1);
+  std::vector<int64_t> batch(out_sizes.begin(), out_sizes.end() - (a_vector ? 0 : 1) - (b_vector ? 0 : 1));
+  std::vector<int64_t> a_full = batch, b_full = batch;
+  a_full.insert(a_full.end(), {n, k});
+  b_full.insert(b_full.end(), {k, p});
+  const std::vector<double> x = values_of(a2.expand(a_full)), y = values_of(b2.expand(b_full));
+  int64_t batches = 1;
+  for (int64_t size : batch) batches *= size;
+  std::vector<double> result(static_cast<size_t>(batches * n * p), 0.0);
+  for (int64_t s = 0; s < batches; ++s)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < p; ++j)
+        for (int64_t l = 0; l < k; ++l)
+          result[(s * n + i) * p + j] += x[(s * n + i) * k + l] * y[(s * k + l) * p + j];
+  return result;
+}
+
+void check_against_reference(const Tensor& a, const Tensor& b, const std::vector<int64_t>& out_sizes,
+                             double tolerance = 1e-9) {
+  Tensor result = matmul(a, b);
+  check_values(result, out_sizes, a.dtype(), reference_matmul(a, b, out_sizes), tolerance);
+  check_meta_matches(matmul(a.to(kMeta), b.to(kMeta)), result);
+}
+
+}  // namespace
+
+TEST_CASE("matmul: 2-d by 2-d with hand-worked values") {
+  Tensor a = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = tensor(std::vector<float>{7, 8, 9, 10, 11, 12}, {3, 2});
+  check_values(matmul(a, b), {2, 2}, kFloat32, {58, 64, 139, 154});
+  check_values(a.matmul(b), {2, 2}, kFloat32, {58, 64, 139, 154});
+  check_values(matmul(b, a), {3, 3}, kFloat32, {39, 54, 69, 49, 68, 87, 59, 82, 105});
+  check_meta_matches(matmul(a.to(kMeta), b.to(kMeta)), matmul(a, b));
+}
+
+TEST_CASE("matmul: vectors give dot, mv and vm") {
+  Tensor v = tensor({1.0, 2.0, 3.0}, kFloat64);
+  Tensor w = tensor({4.0, 5.0, 6.0}, kFloat64);
+  check_values(matmul(v, w), {}, kFloat64, {32});
+  Tensor m = tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, kFloat64);
+  check_values(matmul(m, v), {2}, kFloat64, {14, 32});
+  check_values(matmul(tensor({1.0, 2.0}, kFloat64), m), {3}, kFloat64, {9, 12, 15});
+  check_meta_matches(matmul(v.to(kMeta), w.to(kMeta)), matmul(v, w));
+  check_meta_matches(matmul(m.to(kMeta), v.to(kMeta)), matmul(m, v));
+}
+
+TEST_CASE("matmul: batched with broadcast batch dims") {
+  Tensor x = arange(8, kFloat32).view({2, 2, 2});
+  check_values(matmul(x, ones({2, 2})), {2, 2, 2}, kFloat32, {1, 1, 5, 5, 9, 9, 13, 13});
+  check_against_reference(arange(12, kFloat64).view({2, 1, 2, 3}), arange(18, kFloat64).view({3, 3, 2}), {2, 3, 2, 2});
+  check_against_reference(arange(24, kFloat64).view({2, 3, 4}), arange(4, kFloat64), {2, 3});
+  check_against_reference(arange(3, kFloat64), arange(24, kFloat64).view({2, 3, 4}), {2, 4});
+  check_against_reference(arange(6, kFloat64).view({2, 3}), arange(24, kFloat64).view({2, 3, 4}), {2, 2, 4});
+}
+
+TEST_CASE("matmul: transposed, strided and expanded operands") {
+  Tensor a = arange(6, kFloat32).view({3, 2}).transpose(0, 1);  // column-major [2, 3]
+  Tensor b = arange(12, kFloat32).view({4, 3}).transpose(0, 1);  // column-major [3, 4]
+  check_against_reference(a, b, {2, 4});
+  check_against_reference(a, arange(12, kFloat32).view({3, 4}), {2, 4});
+  std::vector<double> buffer(16);
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<double>(i);
+  Tensor strided = from_blob(buffer.data(), {2, 2}, {4, 2}, kFloat64);  // neither row- nor column-major
+  check_against_reference(strided, arange(6, kFloat64).view({2, 3}), {2, 3});
+  Tensor expanded = tensor({1.0, 2.0, 3.0}, kFloat64).view({3, 1}).expand({3, 4});
+  check_against_reference(expanded, arange(8, kFloat64).view({4, 2}), {3, 2});
+  check_against_reference(arange(4, kFloat64).view({1, 4}).expand({3, 4}), arange(8, kFloat64).view({4, 2}), {3, 2});
+  check_against_reference(tensor({2.0}, kFloat64).expand({4}), arange(8, kFloat64).view({4, 2}), {2});
+  Tensor batched = arange(24, kFloat64).view({2, 3, 4}).permute({1, 0, 2});  // [3, 2, 4]
+  check_against_reference(batched, arange(8, kFloat64).view({4, 2}), {3, 2, 2});
+}
+
+TEST_CASE("matmul: integer and 16-bit dtypes use the plain loop") {
+  Tensor a = tensor(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = tensor(std::vector<int64_t>{7, 8, 9, 10, 11, 12}, {3, 2});
+  check_values(matmul(a, b), {2, 2}, kInt64, {58, 64, 139, 154});
+  check_values(matmul(a.to(kInt32), b.to(kInt32)), {2, 2}, kInt32, {58, 64, 139, 154});
+  check_values(matmul(tensor({-1, 2}, kInt32), tensor({3, 4}, kInt32)), {}, kInt32, {5});
+  check_values(matmul(a.to(kFloat16), b.to(kFloat16)), {2, 2}, kFloat16, {58, 64, 139, 154});
+  check_values(matmul(a.to(kBFloat16), b.to(kBFloat16)), {2, 2}, kBFloat16, {58, 64, 139, 154});
+  check_values(matmul(tensor({200}, kUInt8), tensor({2}, kUInt8)), {}, kUInt8, {144});
+  check_against_reference(arange(24, kInt64).view({2, 3, 4}).transpose(1, 2), arange(6, kInt64).view({3, 2}), {2, 4, 2});
+}
+
+TEST_CASE("matmul: large products run in parallel tasks") {
+  Tensor a = arange(96 * 80, kFloat64).view({96, 80}).div(1000.0);
+  Tensor b = arange(80 * 70, kFloat64).view({80, 70}).div(1000.0);
+  check_against_reference(a, b, {96, 70}, 1e-9);
+  check_against_reference(a.transpose(0, 1), a, {80, 80}, 1e-9);
+  Tensor wide = arange(8 * 200, kFloat64).view({8, 200}).div(100.0);
+  check_against_reference(wide.transpose(0, 1), wide, {200, 200}, 1e-9);  // split by rows
+  check_against_reference(wide, arange(200 * 300, kFloat64).view({200, 300}).div(1e4), {8, 300}, 1e-9);  // by columns
+  Tensor batch_a = arange(6 * 40 * 50, kFloat32).view({6, 40, 50}).div(1e4);
+  Tensor batch_b = arange(50 * 30, kFloat32).view({50, 30}).div(1e4);
+  check_against_reference(batch_a, batch_b, {6, 40, 30}, 1e-4);
+  check_against_reference(arange(70 * 70, kInt64).view({70, 70}), arange(70 * 70, kInt64).view({70, 70}), {70, 70}, 0);
+}
+
+TEST_CASE("matmul: zero-size operands") {
+  check_values(matmul(zeros({2, 0}), zeros({0, 3})), {2, 3}, kFloat32, {0, 0, 0, 0, 0, 0});
+  check_values(matmul(zeros({0, 2, 3}), zeros({3, 4})), {0, 2, 4}, kFloat32, {});
+  check_values(matmul(zeros({0}), zeros({0})), {}, kFloat32, {0});
+  check_meta_matches(matmul(zeros({0, 2, 3}, kMeta), zeros({3, 4}, kMeta)), matmul(zeros({0, 2, 3}), zeros({3, 4})));
+}
+
+TEST_CASE("matmul: errors") {
+  expect_error<ValueError>([] { (void)matmul(zeros({2, 3}), zeros({4, 5})); },
+                           "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)");
+  expect_error<ValueError>([] { (void)matmul(zeros({3}), zeros({4})); }, "[matmul] shapes [3] and [4]");
+  expect_error<ValueError>([] { (void)matmul(full({}, 1.0f), zeros({2})); }, "[matmul] both arguments need at least 1 dimension");
+  expect_error<TypeError>([] { (void)matmul(zeros({2, 2}), zeros({2, 2}, kFloat64)); },
+                          "[matmul] expected both inputs to have the same dtype, got Float32 and Float64");
+  expect_error<Error>([] { (void)matmul(zeros({2, 2}), zeros({2, 2}, kMeta)); },
+                      "[matmul] expected all tensors on the same device, got cpu and meta");
+  expect_error<TypeError>([] { (void)matmul(ones({2, 2}, kBool), ones({2, 2}, kBool)); }, "[matmul] Bool");
+  expect_error<ValueError>([] { (void)matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); }, "[matmul] shapes [2] and [3]");
+  expect_error<ValueError>([] { (void)matmul(zeros({2, 3}, kMeta), zeros({4, 5}, kMeta)); }, "[matmul] shapes [2, 3]");
+}

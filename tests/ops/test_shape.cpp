@@ -1,0 +1,190 @@
+// Tests for ops/shape.cpp: views (view, reshape, transpose, permute, expand), contiguous,
+// clone, copy_, to, and Tensor::detach.
+#include "op_test_util.h"
+
+using namespace strata;
+using strata::testing::check_meta_matches;
+using strata::testing::check_values;
+using strata::testing::expect_error;
+using strata::testing::values_of;
+
+TEST_CASE("view: new sizes over the same storage, -1 inferred") {
+  Tensor a = arange(6, kFloat32);
+  Tensor v = a.view({2, 3});
+  check_values(v, {2, 3}, kFloat32, {0, 1, 2, 3, 4, 5});
+  CHECK(v.strides() == IntArrayRef{3, 1});
+  CHECK(v.data_ptr() == a.data_ptr());
+  CHECK(view(a, {3, -1}).sizes() == IntArrayRef{3, 2});
+  CHECK(view(a, {-1}).sizes() == IntArrayRef{6});
+  CHECK(full({}, 1.0f).view({1, 1}).sizes() == IntArrayRef{1, 1});
+  v.add_(1);  // views share storage and the version counter
+  check_values(a, {6}, kFloat32, {1, 2, 3, 4, 5, 6});
+  CHECK(a.version() == v.version());
+  CHECK(zeros({0, 4}).view({2, 0, 2}).sizes() == IntArrayRef{2, 0, 2});
+  check_meta_matches(view(zeros({2, 3}, kMeta), {3, 2}), view(zeros({2, 3}), {3, 2}));
+}
+
+TEST_CASE("view: non-contiguous inputs follow PyTorch's stride rule") {
+  Tensor t = arange(24, kInt64).view({2, 3, 4}).transpose(0, 1);  // [3, 2, 4], strides [4, 12, 1]
+  Tensor split = t.view({3, 2, 2, 2});                          // splits the contiguous last dim
+  CHECK(split.strides() == IntArrayRef{4, 12, 2, 1});
+  check_values(split.view({3, 2, 4}), {3, 2, 4}, kInt64, values_of(t));
+  expect_error<Error>([&] { (void)t.view({6, 4}); }, "[view] view size [6, 4] is not compatible", {"use reshape"});
+  expect_error<ValueError>([] { (void)arange(6).view({4, 4}); }, "[view] shape [4, 4] is invalid for input of size 6");
+  expect_error<ValueError>([] { (void)arange(6).view({-1, -1}); }, "[view] only one dimension can be inferred");
+  expect_error<ValueError>([] { (void)arange(6).view({-2, 3}); }, "[view] invalid shape dimension -2");
+  expect_error<ValueError>([] { (void)zeros({0}).view({0, -1}); }, "[view] cannot infer the -1 dimension");
+}
+
+TEST_CASE("reshape: a view when possible, else a copy") {
+  Tensor a = arange(6, kFloat32);
+  Tensor r = reshape(a, {3, 2});
+  CHECK(r.data_ptr() == a.data_ptr());
+  Tensor t = a.view({2, 3}).transpose(0, 1);
+  Tensor copied = t.reshape({6});
+  CHECK(copied.data_ptr() != a.data_ptr());
+  check_values(copied, {6}, kFloat32, {0, 3, 1, 4, 2, 5});
+  CHECK(t.reshape({-1, 2}).sizes() == IntArrayRef{3, 2});
+  check_meta_matches(reshape(t.to(kMeta), {6}), copied);
+  expect_error<ValueError>([&] { (void)t.reshape({4}); }, "[reshape] shape [4] is invalid for input of size 6");
+}
+
+TEST_CASE("transpose and permute: views with swapped geometry") {
+  Tensor a = arange(6, kInt32).view({2, 3});
+  Tensor t = transpose(a, 0, 1);
+  CHECK(t.sizes() == IntArrayRef{3, 2});
+  CHECK(t.strides() == IntArrayRef{1, 3});
+  check_values(t, {3, 2}, kInt32, {0, 3, 1, 4, 2, 5});
+  CHECK(a.transpose(-1, -2).strides() == IntArrayRef{1, 3});
+  CHECK(full({}, 1).transpose(0, -1).dim() == 0);
+  Tensor b = arange(24, kInt64).view({2, 3, 4});
+  Tensor p = permute(b, {2, 0, 1});
+  CHECK(p.sizes() == IntArrayRef{4, 2, 3});
+  CHECK(p.strides() == IntArrayRef{1, 12, 4});
+  CHECK(b.permute({-1, 0, 1}).strides() == IntArrayRef{1, 12, 4});
+  CHECK(p.data_ptr() == b.data_ptr());
+  check_meta_matches(permute(b.to(kMeta), {2, 0, 1}), p);
+  expect_error<IndexError>([&] { (void)a.transpose(0, 2); }, "[transpose]");
+  expect_error<ValueError>([&] { (void)b.permute({0, 1}); }, "[permute] number of dims don't match");
+  expect_error<ValueError>([&] { (void)b.permute({0, 1, 1}); }, "[permute] dim 1 appears more than once");
+  expect_error<IndexError>([&] { (void)b.permute({0, 1, 3}); }, "[permute]");
+}
+
+TEST_CASE("expand: size-1 and new leading dims get stride 0") {
+  Tensor a = tensor(std::vector<float>{1, 2, 3}, {3, 1});
+  Tensor e = a.expand({3, 4});
+  CHECK(e.strides() == IntArrayRef{1, 0});
+  check_values(e, {3, 4}, kFloat32, {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
+  Tensor lead = expand(a, {2, -1, 2});
+  CHECK(lead.sizes() == IntArrayRef{2, 3, 2});
+  CHECK(lead.strides() == IntArrayRef{0, 1, 0});
+  CHECK(full({}, 5.0f).expand({2, 2}).strides() == IntArrayRef{0, 0});
+  CHECK(a.expand({0, 3, 1}).numel() == 0);
+  check_meta_matches(a.to(kMeta).expand({3, 4}), e);
+  expect_error<ValueError>([&] { (void)a.expand({2, 4}); },
+                           "[expand] the expanded size of the tensor (2) must match the existing size (3)");
+  expect_error<ValueError>([&] { (void)a.expand({4}); }, "[expand] the number of sizes provided (1)");
+  expect_error<ValueError>([&] { (void)a.expand({-1, 3, 1}); }, "[expand] the expanded size -1 is not allowed");
+}
+
+TEST_CASE("contiguous and clone") {
+  Tensor a = arange(6, kFloat64).view({2, 3});
+  CHECK(a.contiguous().is_same(a));
+  Tensor t = a.transpose(0, 1);
+  Tensor c = t.contiguous();
+  CHECK(c.is_contiguous());
+  check_values(c, {3, 2}, kFloat64, {0, 3, 1, 4, 2, 5});
+  Tensor copy = clone(a);
+  CHECK(copy.data_ptr() != a.data_ptr());
+  copy.add_(1);
+  check_values(a, {2, 3}, kFloat64, {0, 1, 2, 3, 4, 5});
+  check_values(t.clone(), {3, 2}, kFloat64, {0, 3, 1, 4, 2, 5});
+  check_meta_matches(clone(a.to(kMeta)), copy);
+  check_meta_matches(t.to(kMeta).contiguous(), c);
+  Tensor big = arange(300 * 200, kInt32).view({300, 200}).transpose(0, 1).contiguous();  // parallel strided copy
+  CHECK(big.data_ptr<int32_t>()[1] == 200);
+  CHECK(big.data_ptr<int32_t>()[300 * 200 - 1] == 300 * 200 - 1);
+}
+
+TEST_CASE("copy_: broadcasting, dtype conversion and version bumps") {
+  Tensor dst = zeros({2, 3}, kInt32);
+  const uint32_t version = dst.version();
+  dst.copy_(tensor({1.9f, -2.9f, 3.0f}));  // float -> int truncates toward zero
+  check_values(dst, {2, 3}, kInt32, {1, -2, 3, 1, -2, 3});
+  CHECK(dst.version() == version + 1);
+  Tensor flags = zeros({3}, kBool);
+  copy_(flags, tensor({0.0, 0.5, -2.0}, kFloat64));
+  check_values(flags, {3}, kBool, {0, 1, 1});
+  Tensor half = zeros({2}, kFloat16);
+  half.copy_(tensor({65504.0, 1.0 / 3}, kFloat64));
+  check_values(half, {2}, kFloat16, {65504, 0.333251953125});
+  Tensor base = zeros({2, 3});
+  base.transpose(0, 1).copy_(arange(6, kFloat32).view({3, 2}));  // strided destination
+  check_values(base, {2, 3}, kFloat32, {0, 2, 4, 1, 3, 5});
+  Tensor scalar = full({}, 7.0f);
+  scalar.copy_(full({}, 1));
+  check_values(scalar, {}, kFloat32, {1});
+}
+
+TEST_CASE("copy_: meta tensors and errors") {
+  Tensor meta = zeros({2, 3}, kMeta);
+  const uint32_t version = meta.version();
+  CHECK(meta.copy_(ones({3})).is_meta());  // shape check only
+  CHECK(meta.version() == version + 1);
+  expect_error<Error>([&] { zeros({2, 3}).copy_(meta); }, "[copy_] cannot copy from a meta tensor to cpu");
+  expect_error<ValueError>([] { zeros({2, 3}).copy_(zeros({2})); }, "[copy_] shapes [2, 3] and [2]");
+  expect_error<ValueError>([] { zeros({3}).copy_(zeros({2, 3})); }, "[copy_] src of shape [2, 3] cannot be broadcast");
+  expect_error<ValueError>([&] { meta.copy_(zeros({4}, kMeta)); }, "[copy_]");
+  expect_error<Error>([] { zeros({1}).expand({4}).copy_(ones({4})); }, "[copy_] unsupported operation");
+}
+
+TEST_CASE("to: dtype and device conversion, self when nothing changes") {
+  Tensor a = tensor({1.5f, -2.5f});
+  CHECK(a.to(kFloat32).is_same(a));
+  CHECK(a.to(a.options()).is_same(a));
+  CHECK(a.cpu().is_same(a));
+  Tensor copied = a.to(kFloat32, /*copy=*/true);
+  CHECK_FALSE(copied.is_same(a));
+  CHECK(copied.data_ptr() != a.data_ptr());
+  check_values(a.to(kInt64), {2}, kInt64, {1, -2});
+  check_values(a.to(kFloat64), {2}, kFloat64, {1.5, -2.5});
+  check_values(a.view({2, 1}).expand({2, 2}).to(kFloat64), {2, 2}, kFloat64, {1.5, 1.5, -2.5, -2.5});
+  Tensor meta = a.to(kMeta);
+  CHECK(meta.is_meta());
+  CHECK(meta.dtype() == kFloat32);
+  CHECK(meta.to(kFloat16).dtype() == kFloat16);
+  CHECK(to(a, TensorOptions(kInt32).device(kMeta)).dtype() == kInt32);
+  expect_error<Error>([&] { (void)meta.to(kCPU); }, "[_to_copy] cannot copy from a meta tensor to cpu");
+  expect_error<Error>([&] { (void)meta.cpu(); }, "[_to_copy]");
+  CHECK_THROWS_AS((void)a.cuda(), Error);
+  Tensor with_grad = a.to(TensorOptions(kFloat64).requires_grad(true));
+  CHECK(with_grad.requires_grad());
+  CHECK(with_grad.is_leaf());
+}
+
+TEST_CASE("detach: shares storage and the version counter") {
+  Tensor a = arange(4, kFloat32).view({2, 2}).transpose(0, 1);
+  Tensor d = a.detach();
+  CHECK_FALSE(d.is_same(a));
+  CHECK(d.data_ptr() == a.data_ptr());
+  CHECK(d.strides() == a.strides());
+  d.mul_(2);
+  check_values(a, {2, 2}, kFloat32, {0, 4, 2, 6});
+  CHECK(a.version() == d.version());
+}
+
+TEST_CASE("contiguous: transposed batches are copied in tiles") {
+  // 3 x 45 x 70 transposed in its last two dims: tiles of 32 with partial edges, and an
+  // outer dim the tiles must step over.
+  Tensor source = arange(3 * 45 * 70, kInt64).view({3, 45, 70});
+  Tensor t = source.transpose(1, 2).contiguous();
+  REQUIRE(t.sizes() == IntArrayRef{3, 70, 45});
+  const int64_t* data = t.data_ptr<int64_t>();
+  bool all_match = true;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 70; ++i)
+      for (int64_t j = 0; j < 45; ++j) all_match = all_match && data[(b * 70 + i) * 45 + j] == (b * 45 + j) * 70 + i;
+  CHECK(all_match);
+  Tensor sums = source.transpose(1, 2) + source.transpose(1, 2);
+  CHECK(sums.data_ptr<int64_t>()[(2 * 70 + 69) * 45 + 44] == 2 * ((2 * 45 + 44) * 70 + 69));
+}

@@ -1,0 +1,82 @@
+// Tests for tensor/scalar.cpp and scalar.h: kinds, conversions, negation, equality, printing.
+#include <doctest/doctest.h>
+
+#include <strata/tensor/scalar.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+
+using namespace strata;
+
+namespace {
+std::string printed(const Scalar& scalar) {
+  std::ostringstream out;
+  out << scalar;
+  return out.str();
+}
+}  // namespace
+
+TEST_CASE("scalar: kinds and default dtypes") {
+  CHECK(Scalar(true).is_bool());
+  CHECK(Scalar(3).is_integral());
+  CHECK(Scalar(uint8_t{3}).is_integral());
+  CHECK(Scalar(2.5f).is_floating_point());
+  CHECK(Scalar(Half(1.5f)).is_floating_point());
+  CHECK(Scalar().is_integral());
+  CHECK(Scalar(true).is_integral(/*include_bool=*/true));
+  CHECK(Scalar(true).default_dtype() == kBool);
+  CHECK(Scalar(int64_t{7}).default_dtype() == kInt64);
+  CHECK(Scalar(7.0).default_dtype() == kFloat32);
+}
+
+TEST_CASE("scalar: conversions") {
+  CHECK(Scalar(2.75).to<int64_t>() == 2);
+  CHECK(Scalar(3).to<double>() == 3.0);
+  CHECK(Scalar(0.0).to<bool>() == false);
+  CHECK(Scalar(2).to<bool>() == true);
+  CHECK(float(Scalar(1.5).to<Half>()) == 1.5f);
+  CHECK(float(Scalar(-2).to<BFloat16>()) == -2.0f);
+  CHECK(Scalar(int64_t{1} << 60).to_long() == int64_t{1} << 60);
+}
+
+TEST_CASE("scalar: negation") {
+  CHECK((-Scalar(3)).to_long() == -3);
+  CHECK((-Scalar(3)).is_integral());
+  CHECK((-Scalar(2.5)).to_double() == -2.5);
+  CHECK(std::signbit((-Scalar(0.0)).to_double()));
+  CHECK((-Scalar(std::numeric_limits<int64_t>::min())).to_long() == std::numeric_limits<int64_t>::min());  // wraps
+  CHECK_THROWS_WITH_AS(-Scalar(true), "[neg] negating a bool Scalar is not supported; use logical_not", TypeError);
+}
+
+TEST_CASE("scalar: equality compares values like Python numbers") {
+  CHECK(Scalar(1) == Scalar(1));
+  CHECK(Scalar(1) == Scalar(1.0));
+  CHECK(Scalar(1.0) == Scalar(1));
+  CHECK(Scalar(true) == Scalar(1));
+  CHECK(Scalar(false) == Scalar(0.0));
+  CHECK_FALSE(Scalar(1) == Scalar(1.5));
+  CHECK_FALSE(Scalar(2) == Scalar(3));
+  CHECK_FALSE(Scalar(std::nan("")) == Scalar(std::nan("")));
+  int64_t big = (int64_t{1} << 53) + 1;  // not representable in double
+  CHECK_FALSE(Scalar(big) == Scalar(static_cast<double>(big)));
+  CHECK_FALSE(Scalar(std::numeric_limits<int64_t>::max()) == Scalar(9223372036854775808.0));
+  CHECK_FALSE(Scalar(1) == Scalar(std::numeric_limits<double>::infinity()));
+}
+
+TEST_CASE("scalar: prints like Python") {
+  CHECK(printed(Scalar(1)) == "1");
+  CHECK(printed(Scalar(-42)) == "-42");
+  CHECK(printed(Scalar(2.5)) == "2.5");
+  CHECK(printed(Scalar(1.0)) == "1.0");
+  CHECK(printed(Scalar(0.1)) == "0.1");
+  CHECK(printed(Scalar(-0.0)) == "-0.0");
+  CHECK(printed(Scalar(1e-7)) == "1e-07");
+  CHECK(printed(Scalar(true)) == "True");
+  CHECK(printed(Scalar(false)) == "False");
+  CHECK(printed(Scalar(std::numeric_limits<double>::infinity())) == "inf");
+  CHECK(printed(Scalar(-std::numeric_limits<double>::infinity())) == "-inf");
+  CHECK(printed(Scalar(std::nan(""))) == "nan");
+}

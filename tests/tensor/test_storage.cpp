@@ -1,0 +1,202 @@
+// Tests for tensor/storage.cpp: the CPU size-class allocator, storages on every device, and
+// external memory.
+#include <doctest/doctest.h>
+
+#include <strata/tensor/errors.h>
+#include <strata/tensor/storage.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace strata;
+
+namespace {
+
+bool is_aligned(const void* data, uintptr_t alignment) { return reinterpret_cast<uintptr_t>(data) % alignment == 0; }
+
+// A fake device allocator that counts its calls (registered for CUDA in one test).
+struct CountingAllocator : Allocator {
+  static inline std::atomic<int> live{0};
+  static void release(void* data, void*, size_t) {
+    ::operator delete(data);
+    --live;
+  }
+  DataPtr allocate(size_t nbytes) override {
+    ++live;
+    return DataPtr{::operator new(nbytes == 0 ? 1 : nbytes), &release, nullptr};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("storage: CPU blocks are 64-byte aligned and writable for every size") {
+  for (size_t nbytes : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{4096},
+                        size_t{100000}, size_t{(4u << 20) - 1}, size_t{4u << 20}, size_t{(4u << 20) + 1},
+                        size_t{9000000}}) {
+    INFO("nbytes = ", nbytes);
+    auto storage = make_storage(nbytes, Device(kCPU));
+    REQUIRE(storage->data() != nullptr);
+    CHECK(is_aligned(storage->data(), 64));
+    CHECK(storage->nbytes() == nbytes);
+    CHECK(storage->device() == Device(kCPU));
+    std::memset(storage->data(), 0xab, nbytes);  // ASan reports any overrun
+  }
+}
+
+TEST_CASE("storage: live bytes go up while a block is held and back down after") {
+  int64_t before = cpu_live_bytes();
+  {
+    auto small = make_storage(100, Device(kCPU));
+    CHECK(cpu_live_bytes() == before + 128);  // rounded to its size class
+    auto large = make_storage(5'000'000, Device(kCPU));
+    CHECK(cpu_live_bytes() == before + 128 + 5'000'000);  // large blocks round to 64 bytes only
+    auto copy = small;  // sharing a storage allocates nothing
+    CHECK(cpu_live_bytes() == before + 128 + 5'000'000);
+  }
+  CHECK(cpu_live_bytes() == before);  // cached blocks do not count
+}
+
+TEST_CASE("storage: zero-byte allocations get distinct valid blocks") {
+  int64_t before = cpu_live_bytes();
+  auto first = make_storage(0, Device(kCPU));
+  auto second = make_storage(0, Device(kCPU));
+  CHECK(first->nbytes() == 0);
+  CHECK(first->data() != nullptr);
+  CHECK(first->data() != second->data());
+  CHECK(is_aligned(first->data(), 64));
+  CHECK(cpu_live_bytes() > before);
+  first.reset();
+  second.reset();
+  CHECK(cpu_live_bytes() == before);
+}
+
+TEST_CASE("storage: a freed block is reused for the same size class on the same thread") {
+  cpu_allocator_empty_cache();
+  void* first_data = nullptr;
+  {
+    auto first = make_storage(3000, Device(kCPU));
+    first_data = first->data();
+  }
+  auto same_class = make_storage(4000, Device(kCPU));  // 3000 and 4000 both round to 4096
+  CHECK(same_class->data() == first_data);
+  auto other_class = make_storage(100, Device(kCPU));
+  CHECK(other_class->data() != first_data);
+  cpu_allocator_empty_cache();
+}
+
+TEST_CASE("storage: the allocator interface hands out blocks directly") {
+  int64_t before = cpu_live_bytes();
+  DataPtr block = cpu_allocator()->allocate(256);
+  REQUIRE(block.data != nullptr);
+  REQUIRE((block.deleter != nullptr));
+  CHECK(is_aligned(block.data, 64));
+  CHECK(cpu_live_bytes() == before + 256);
+  block.deleter(block.data, block.context, 256);
+  CHECK(cpu_live_bytes() == before);
+}
+
+TEST_CASE("storage: blocks freed on another thread are accounted and recycled there") {
+  int64_t before = cpu_live_bytes();
+  std::vector<intrusive_ptr<StorageImpl>> storages;
+  for (int i = 0; i < 100; ++i) storages.push_back(make_storage(static_cast<size_t>(64 * (i + 1)), Device(kCPU)));
+  CHECK(cpu_live_bytes() > before);
+  std::thread freeing_thread([&] {
+    storages.clear();  // freed here: they join this thread's cache, which dies with the thread
+    auto reused = make_storage(64, Device(kCPU));
+    CHECK(reused->data() != nullptr);
+  });
+  freeing_thread.join();
+  CHECK(cpu_live_bytes() == before);
+}
+
+TEST_CASE("storage: many threads allocating and freeing concurrently") {
+  int64_t before = cpu_live_bytes();
+  std::vector<intrusive_ptr<StorageImpl>> handed_over(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([t, &handed_over] {
+      std::vector<intrusive_ptr<StorageImpl>> held;
+      for (int i = 0; i < 2000; ++i) {
+        held.push_back(make_storage(static_cast<size_t>((i * 37 + t * 101) % 20000), Device(kCPU)));
+        std::memset(held.back()->data(), t, held.back()->nbytes());
+        if (held.size() > 16) held.erase(held.begin());
+      }
+      handed_over[static_cast<size_t>(t)] = make_storage(1024, Device(kCPU));  // freed by the main thread
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  handed_over.clear();
+  CHECK(cpu_live_bytes() == before);
+}
+
+TEST_CASE("storage: empty_cache is safe to call any time") {
+  cpu_allocator_empty_cache();
+  auto storage = make_storage(512, Device(kCPU));
+  cpu_allocator_empty_cache();
+  storage.reset();
+  cpu_allocator_empty_cache();
+  cpu_allocator_empty_cache();
+}
+
+TEST_CASE("storage: Meta storages record their size and allocate nothing") {
+  int64_t before = cpu_live_bytes();
+  auto storage = make_storage(1 << 30, Device(kMeta));
+  CHECK(storage->data() == nullptr);
+  CHECK(storage->nbytes() == size_t{1} << 30);
+  CHECK(storage->device().is_meta());
+  CHECK(cpu_live_bytes() == before);
+}
+
+TEST_CASE("storage: CUDA without a registered allocator throws NotImplementedError") {
+  CHECK_THROWS_WITH_AS(make_storage(16, Device(kCUDA)),
+                       "[empty] strata was built without CUDA support; cannot allocate 16 bytes on cuda:0",
+                       NotImplementedError);
+}
+
+TEST_CASE("storage: a registered device allocator serves CUDA storages") {
+  CountingAllocator allocator;
+  detail::set_device_allocator(kCUDA, &allocator);
+  {
+    auto storage = make_storage(32, Device(kCUDA, 1));
+    CHECK(CountingAllocator::live == 1);
+    CHECK(storage->device() == Device(kCUDA, 1));
+    CHECK(storage->nbytes() == 32);
+  }
+  CHECK(CountingAllocator::live == 0);
+  detail::set_device_allocator(kCUDA, nullptr);
+  CHECK_THROWS_AS(make_storage(16, Device(kCUDA)), NotImplementedError);
+  CHECK_THROWS_AS(detail::set_device_allocator(kCPU, &allocator), ValueError);
+}
+
+TEST_CASE("storage: external memory runs on_release once, and not at all without one") {
+  float buffer[4] = {1, 2, 3, 4};
+  int releases = 0;
+  void* released = nullptr;
+  {
+    auto storage = make_intrusive<StorageImpl>(buffer, sizeof(buffer), Device(kCPU), [&](void* data) {
+      ++releases;
+      released = data;
+    });
+    CHECK(storage->data() == buffer);
+    CHECK(storage->nbytes() == sizeof(buffer));
+    auto shared = storage;
+    storage.reset();
+    CHECK(releases == 0);
+  }
+  CHECK(releases == 1);
+  CHECK(released == buffer);
+  { auto unowned = make_intrusive<StorageImpl>(buffer, sizeof(buffer), Device(kCPU), nullptr); }
+  CHECK(buffer[0] == 1);
+}
+
+TEST_CASE("storage: the version counter starts at zero and counts bumps") {
+  auto storage = make_storage(8, Device(kCPU));
+  CHECK(storage->version() == 0);
+  storage->bump_version();
+  storage->bump_version();
+  CHECK(storage->version() == 2);
+}
