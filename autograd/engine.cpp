@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <queue>
-#include <unordered_map>
-#include <unordered_set>
 
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
@@ -31,18 +29,62 @@ struct EdgeKey {
   uint32_t input_nr;
   bool operator==(const EdgeKey&) const = default;
 };
-struct EdgeKeyHash {
-  size_t operator()(const EdgeKey& key) const { return std::hash<Node*>()(key.node) ^ (key.input_nr * 0x9e3779b9u); }
+
+// What one backward pass knows about one Node.
+struct NodeTask {
+  Node* node = nullptr;
+  int dependencies = 0;   // edges from needed Nodes still to deliver a gradient
+  bool needed = false;    // will run (backward: every reachable Node)
+  tensor_list buffer;     // gradients received so far, one per forward output
+  std::vector<Node*> parents;  // grad() only: Nodes with an edge to this one
+};
+
+// Note [Engine bookkeeping]
+// A backward pass touches every reachable Node a few times; an open-addressing table keyed by
+// Node* (one allocation, grown by doubling while the graph is discovered) keeps that cheap.
+// Entries move only while discovering, never while Nodes run.
+class NodeTasks {
+ public:
+  NodeTasks() : slots_(16) {}
+  NodeTask& insert(Node* node) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    NodeTask& slot = probe(node);
+    if (!slot.node) {
+      slot.node = node;
+      ++count_;
+    }
+    return slot;
+  }
+  NodeTask* find(Node* node) {
+    NodeTask& slot = probe(node);
+    return slot.node ? &slot : nullptr;
+  }
+  std::vector<NodeTask>& slots() { return slots_; }
+
+ private:
+  NodeTask& probe(Node* node) {
+    size_t mask = slots_.size() - 1;
+    size_t i = (reinterpret_cast<uintptr_t>(node) >> 4) * 0x9e3779b97f4a7c15ull >> 7 & mask;
+    while (slots_[i].node && slots_[i].node != node) i = (i + 1) & mask;
+    return slots_[i];
+  }
+  void grow() {
+    std::vector<NodeTask> old = std::move(slots_);
+    slots_ = std::vector<NodeTask>(old.size() * 2);
+    count_ = 0;
+    for (NodeTask& task : old)
+      if (task.node) insert(task.node) = std::move(task);
+  }
+  std::vector<NodeTask> slots_;
+  size_t count_ = 0;
 };
 
 struct GraphTask {
   bool keep_graph = false;
   bool create_graph = false;
   bool capture_mode = false;  // grad(): capture, do not accumulate
-  std::unordered_map<Node*, int> dependencies;
-  std::unordered_map<Node*, tensor_list> buffers;
-  std::unordered_set<Node*> needed;
-  std::unordered_map<EdgeKey, size_t, EdgeKeyHash> captures;  // edge -> index in captured
+  NodeTasks tasks;
+  std::vector<std::pair<EdgeKey, size_t>> captures;  // edge -> index in captured
   tensor_list captured;
 };
 
@@ -61,46 +103,64 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
   existing = existing.defined() ? existing + grad : std::move(grad);
 }
 
-// Step 1: every Node reachable from the roots, with the edges between them.
-std::vector<Node*> discover(const edge_list& roots, std::unordered_map<Node*, std::vector<Node*>>& parents) {
-  std::vector<Node*> order;
-  std::unordered_set<Node*> seen;
+// Step 1: every Node reachable from the roots gets a task; grad() also records parents.
+void discover(GraphTask& task, const edge_list& roots) {
   std::vector<Node*> stack;
-  for (const Edge& root : roots)
-    if (root.function && seen.insert(root.function.get()).second) stack.push_back(root.function.get());
+  for (const Edge& root : roots) {
+    NodeTask& entry = task.tasks.insert(root.function.get());
+    if (entry.dependencies != -1) {
+      entry.needed = !task.capture_mode;
+      entry.dependencies = -1;  // marks "seen"; reset below
+      stack.push_back(root.function.get());
+    }
+  }
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
-    order.push_back(node);
     for (const Edge& edge : node->next_edges()) {
       if (!edge.function) continue;
-      parents[edge.function.get()].push_back(node);
-      if (seen.insert(edge.function.get()).second) stack.push_back(edge.function.get());
+      NodeTask& child = task.tasks.insert(edge.function.get());
+      if (task.capture_mode) child.parents.push_back(node);
+      if (child.dependencies == -1) continue;
+      child.dependencies = -1;
+      child.needed = !task.capture_mode;
+      stack.push_back(edge.function.get());
     }
   }
-  return order;
 }
 
 void plan(GraphTask& task, const edge_list& roots) {
-  std::unordered_map<Node*, std::vector<Node*>> parents;
-  std::vector<Node*> nodes = discover(roots, parents);
-  if (!task.capture_mode) {
-    task.needed.insert(nodes.begin(), nodes.end());
-  } else {  // only Nodes from which a captured edge can be reached
+  discover(task, roots);
+  if (task.capture_mode) {  // only Nodes from which a captured edge can be reached
     std::vector<Node*> stack;
-    for (const auto& [key, index] : task.captures)
-      if (task.needed.insert(key.node).second) stack.push_back(key.node);
+    for (const auto& [key, index] : task.captures) {
+      NodeTask* target = task.tasks.find(key.node);
+      if (target && !target->needed) {
+        target->needed = true;
+        stack.push_back(key.node);
+      }
+    }
     while (!stack.empty()) {
-      Node* node = stack.back();
+      NodeTask* current = task.tasks.find(stack.back());
       stack.pop_back();
-      for (Node* parent : parents[node])
-        if (task.needed.insert(parent).second) stack.push_back(parent);
+      for (Node* parent : current->parents) {
+        NodeTask* entry = task.tasks.find(parent);
+        if (!entry->needed) {
+          entry->needed = true;
+          stack.push_back(parent);
+        }
+      }
     }
   }
-  for (Node* node : nodes) {
-    if (!task.needed.count(node)) continue;
-    for (const Edge& edge : node->next_edges())
-      if (edge.function && task.needed.count(edge.function.get())) ++task.dependencies[edge.function.get()];
+  for (NodeTask& entry : task.tasks.slots())
+    if (entry.node) entry.dependencies = 0;
+  for (NodeTask& entry : task.tasks.slots()) {
+    if (!entry.node || !entry.needed) continue;
+    for (const Edge& edge : entry.node->next_edges()) {
+      if (!edge.function) continue;
+      NodeTask* child = task.tasks.find(edge.function.get());
+      if (child->needed) ++child->dependencies;
+    }
   }
 }
 
@@ -125,10 +185,8 @@ void check_anomaly(const Node& node, const tensor_list& outputs) {
 void run_node(GraphTask& task, Node* node, tensor_list grads,
               std::priority_queue<std::pair<uint64_t, Node*>>& ready) {
   node->run_gradient_hooks(grads);
-  for (uint32_t i = 0; i < grads.size(); ++i) {
-    auto capture = task.captures.find({node, i});
-    if (capture != task.captures.end()) task.captured[capture->second] = grads[i];
-  }
+  for (const auto& [key, index] : task.captures)
+    if (key.node == node && key.input_nr < grads.size()) task.captured[index] = grads[key.input_nr];
   if (task.capture_mode && node->is_accumulator()) return;
   tensor_list outputs;
   {
@@ -142,10 +200,11 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
   }
   const edge_list& edges = node->next_edges();
   for (size_t i = 0; i < edges.size(); ++i) {
-    Node* next = edges[i].function.get();
-    if (!next || !task.needed.count(next)) continue;
-    if (i < outputs.size() && outputs[i].defined()) accumulate_into(task.buffers[next], edges[i].input_nr, std::move(outputs[i]));
-    if (--task.dependencies[next] == 0) ready.emplace(next->sequence_nr(), next);
+    if (!edges[i].function) continue;
+    NodeTask* next = task.tasks.find(edges[i].function.get());
+    if (!next->needed) continue;
+    if (i < outputs.size() && outputs[i].defined()) accumulate_into(next->buffer, edges[i].input_nr, std::move(outputs[i]));
+    if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), next->node);
   }
 }
 
@@ -153,23 +212,22 @@ void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_gr
   plan(task, roots);
   std::priority_queue<std::pair<uint64_t, Node*>> ready;
   for (size_t i = 0; i < roots.size(); ++i) {
-    Node* node = roots[i].function.get();
-    if (!task.needed.count(node)) continue;
-    tensor_list& buffer = task.buffers[node];
-    if (buffer.size() < node->num_outputs()) buffer.resize(node->num_outputs());
-    accumulate_into(buffer, roots[i].input_nr, root_grads[i]);
+    NodeTask* entry = task.tasks.find(roots[i].function.get());
+    if (!entry->needed) continue;
+    accumulate_into(entry->buffer, roots[i].input_nr, root_grads[i]);
   }
-  std::unordered_set<Node*> queued;
   for (const Edge& root : roots) {
-    Node* node = root.function.get();
-    if (task.needed.count(node) && task.dependencies[node] == 0 && queued.insert(node).second)
-      ready.emplace(node->sequence_nr(), node);
+    NodeTask* entry = task.tasks.find(root.function.get());
+    if (entry->needed && entry->dependencies == 0) {
+      entry->dependencies = -1;  // queued once even when several roots share it
+      ready.emplace(entry->node->sequence_nr(), entry->node);
+    }
   }
   while (!ready.empty()) {
     Node* node = ready.top().second;
     ready.pop();
-    tensor_list grads = std::move(task.buffers[node]);
-    task.buffers.erase(node);
+    NodeTask* entry = task.tasks.find(node);
+    tensor_list grads = std::move(entry->buffer);
     if (grads.size() < node->num_outputs()) grads.resize(node->num_outputs());
     run_node(task, node, std::move(grads), ready);
   }
@@ -227,18 +285,16 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   task.create_graph = create_graph;
   task.capture_mode = true;
   task.captured.resize(inputs.size());
-  std::vector<EdgeKey> keys;
   for (size_t i = 0; i < inputs.size(); ++i) {
     STRATA_CHECK(inputs[i].defined() && inputs[i].requires_grad(), "[grad] input ", i,
                  " does not require grad (only tensors that require grad can be differentiated against)");
     Edge edge = detail::gradient_edge(inputs[i]);
-    keys.push_back({edge.function.get(), edge.input_nr});
-    task.captures.emplace(keys.back(), i);
+    task.captures.push_back({{edge.function.get(), edge.input_nr}, i});
   }
   execute(task, roots, grads);
   tensor_list results(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    results[i] = task.captured[task.captures.at(keys[i])];
+    results[i] = task.captured[i];
     STRATA_CHECK(results[i].defined() || allow_unused, "[grad] input ", i, " (shape ", inputs[i].sizes(),
                  ") was not used in the graph of the outputs; pass allow_unused=true if that is intended");
     if (results[i].defined() && !create_graph) results[i] = results[i].detach();

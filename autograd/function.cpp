@@ -83,7 +83,7 @@ void AutogradContext::mark_non_differentiable(const tensor_list& tensors) {
   for (const Tensor& t : tensors) non_differentiable_.insert(t.impl());
 }
 bool AutogradContext::needs_input_grad(size_t index) const {
-  return index < needs_input_grad_.size() && needs_input_grad_[index];
+  return inputs_ && index < inputs_->size() && (*inputs_)[index].needs_grad;
 }
 
 void AutogradContext::save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node) {
@@ -106,13 +106,14 @@ void AutogradContext::release() {
 namespace detail {
 
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                  const std::vector<const TensorImpl*>& input_impls) {
+                  const ForwardInputs& inputs) {
   ctx.node_name_ = node->name();
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& output = outputs[i];
     node->add_output_metadata(output);
     if (!output.defined()) continue;
-    const bool is_input = std::find(input_impls.begin(), input_impls.end(), output.impl()) != input_impls.end();
+    const bool is_input = std::any_of(inputs.begin(), inputs.end(),
+                                      [&](const ForwardInput& input) { return input.impl == output.impl(); });
     if (ctx.non_differentiable_.count(output.impl())) continue;
     if (is_input && ctx.dirty_.count(output.impl())) {
       check_inplace(output, node->name().c_str());
@@ -141,16 +142,17 @@ Tensor fit_gradient(std::string_view name, size_t index, Tensor grad, const Tens
   return sum_to(grad, target.ref());
 }
 
-tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs) {
-  STRATA_CHECK_VALUE(grads.size() == inputs.edges.size(), "[", name, "] backward returned ", grads.size(),
-                     " gradients but forward took ", inputs.edges.size(), " arguments (return one per argument; an "
+tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
+                               const edge_list& edges) {
+  STRATA_CHECK_VALUE(grads.size() == inputs.size(), "[", name, "] backward returned ", grads.size(),
+                     " gradients but forward took ", inputs.size(), " arguments (return one per argument; an "
                      "undefined Tensor means no gradient)");
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
-    const TensorMetadata& input = inputs.metadata[i];
+    const TensorMetadata& input = inputs[i].metadata;
     STRATA_CHECK_VALUE(input.defined, "[", name, "] backward returned a gradient for argument ", i,
                        ", which is not a tensor");
-    if (!inputs.edges[i].valid()) {
+    if (!edges[i].valid()) {
       grads[i] = Tensor();  // the input does not require grad
       continue;
     }

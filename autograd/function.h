@@ -51,8 +51,9 @@ class SavedData {
 
 class AutogradContext;
 namespace detail {
+struct ForwardInput;
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                  const std::vector<const TensorImpl*>& input_impls);
+                  const std::vector<ForwardInput>& inputs);
 }
 
 class AutogradContext {
@@ -73,7 +74,7 @@ class AutogradContext {
   template <class T>
   friend struct Function;
   friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                                   const std::vector<const TensorImpl*>& input_impls);
+                                   const std::vector<detail::ForwardInput>& inputs);
 
   void save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node);
   void release();
@@ -82,7 +83,7 @@ class AutogradContext {
   std::vector<SavedVariable> saved_;
   std::unordered_set<const TensorImpl*> dirty_;
   std::unordered_set<const TensorImpl*> non_differentiable_;
-  std::vector<bool> needs_input_grad_;
+  const std::vector<detail::ForwardInput>* inputs_ = nullptr;  // the owning node's
   std::weak_ptr<Node> node_;
   std::string node_name_;
   bool materialize_grads_ = true;
@@ -91,33 +92,36 @@ class AutogradContext {
 
 namespace detail {
 
-// The forward arguments' gradient plumbing, computed before forward runs.
-struct ForwardInputs {
-  edge_list edges;                      // one per forward argument; invalid for non-tensors
-  std::vector<TensorMetadata> metadata;  // one per forward argument
-  std::vector<bool> needs_grad;
-  bool any_requires_grad = false;
+// One forward argument, as backward needs to know it. Non-tensor arguments have an undefined
+// metadata and no impl.
+struct ForwardInput {
+  TensorMetadata metadata;
+  const TensorImpl* impl = nullptr;
+  bool needs_grad = false;
 };
+using ForwardInputs = std::vector<ForwardInput>;
+
+// Records one forward argument; its gradient edge goes to `edges` (invalid for non-tensors).
 template <class A>
-void collect_input(ForwardInputs& inputs, const A& argument) {
+bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
   if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) {
-    bool needs = requires_grad(argument);
-    inputs.edges.push_back(needs ? gradient_edge(argument) : Edge{});
-    inputs.metadata.push_back(TensorMetadata::of(argument));
-    inputs.needs_grad.push_back(needs);
-    inputs.any_requires_grad = inputs.any_requires_grad || needs;
+    const bool needs = requires_grad(argument);
+    edges.push_back(needs ? gradient_edge(argument) : Edge{});
+    inputs.push_back({TensorMetadata::of(argument), argument.impl(), needs});
+    return needs;
   } else {
-    inputs.edges.emplace_back();
-    inputs.metadata.emplace_back();
-    inputs.needs_grad.push_back(false);
+    edges.emplace_back();
+    inputs.emplace_back();
+    return false;
   }
 }
 
 // Wires a Function's outputs into the tape after its forward ran.
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                  const std::vector<const TensorImpl*>& input_impls);
+                  const ForwardInputs& inputs);
 // The checks and shape fixes every backward result goes through.
-tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs);
+tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
+                               const edge_list& edges);
 void materialize(tensor_list& grads, const Node& node);
 std::string function_name(const char* mangled);
 
@@ -138,7 +142,7 @@ class CppNode final : public Node {
     check_not_released();
     if (ctx_.materialize_grads_) detail::materialize(grads, *this);
     tensor_list results = T::backward(&ctx_, std::move(grads));
-    return detail::validate_gradients(name(), std::move(results), inputs_);
+    return detail::validate_gradients(name(), std::move(results), inputs_, next_edges_);
   }
   void release_variables() override { ctx_.release(); }
 
@@ -154,13 +158,13 @@ struct Function {
   static auto apply(Args&&... args) {
     auto node = std::make_shared<CppNode<T>>();
     detail::ForwardInputs& inputs = node->inputs_;
-    inputs.edges.reserve(sizeof...(Args));
-    (detail::collect_input(inputs, args), ...);
-    const bool record = inputs.any_requires_grad && is_grad_enabled();
-    node->ctx_.needs_input_grad_ = inputs.needs_grad;
+    edge_list& edges = node->mutable_next_edges();
+    inputs.reserve(sizeof...(Args));
+    edges.reserve(sizeof...(Args));
+    const bool any_requires_grad = (false | ... | detail::collect_input(inputs, edges, args));
+    const bool record = any_requires_grad && is_grad_enabled();
+    node->ctx_.inputs_ = &inputs;
     node->ctx_.node_ = node;
-    std::vector<const TensorImpl*> input_impls;
-    (collect_impl(input_impls, args), ...);
 
     using Result = decltype(T::forward(&node->ctx_, std::forward<Args>(args)...));
     static_assert(std::is_same_v<Result, Tensor> || std::is_same_v<Result, tensor_list>,
@@ -169,30 +173,15 @@ struct Function {
       NoGradGuard no_grad;
       return T::forward(&node->ctx_, std::forward<Args>(args)...);
     }();
-    if (!record) {
-      node->ctx_.node_.reset();
-      return result;
-    }
+    if (!record) return result;
     if constexpr (std::is_same_v<Result, Tensor>) {
       tensor_list outputs{std::move(result)};
-      finish(node, outputs, input_impls);
+      detail::wire_outputs(node, node->ctx_, outputs, inputs);
       return std::move(outputs[0]);
     } else {
-      finish(node, result, input_impls);
+      detail::wire_outputs(node, node->ctx_, result, inputs);
       return result;
     }
-  }
-
- private:
-  template <class A>
-  static void collect_impl(std::vector<const TensorImpl*>& impls, const A& argument) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) impls.push_back(argument.impl());
-    else impls.push_back(nullptr);
-  }
-  static void finish(const std::shared_ptr<CppNode<T>>& node, tensor_list& outputs,
-                     const std::vector<const TensorImpl*>& input_impls) {
-    node->mutable_next_edges() = node->inputs_.edges;
-    detail::wire_outputs(node, node->ctx_, outputs, input_impls);
   }
 };
 
