@@ -25,17 +25,17 @@ double* element(const Tensor& t, int64_t flat) {
   return t.data_ptr<double>() + offset;
 }
 
-// Outputs of fn as contiguous float64 values, no graph.
+// Outputs of fn as contiguous float64 values. Grad mode stays on: fn may itself differentiate
+// (gradgradcheck passes a function that calls autograd::grad).
 std::vector<std::vector<double>> evaluate(const std::function<tensor_list(const tensor_list&)>& fn,
                                           const tensor_list& inputs) {
-  NoGradGuard no_grad;
   std::vector<std::vector<double>> values;
   for (const Tensor& out : fn(inputs)) {
     if (!out.defined() || !out.is_floating_point()) {
       values.emplace_back();
       continue;
     }
-    Tensor flat = out.to(kFloat64).contiguous();
+    Tensor flat = out.detach().to(kFloat64).contiguous();
     values.emplace_back(flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
   }
   return values;

@@ -427,7 +427,11 @@ struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Di
   static constexpr std::string_view name() { return Divide ? "DivBackward" : "MulBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
     autograd::detail::check_inplace(self, Divide ? "div_" : "mul_");
-    Tensor original = ctx->needs_input_grad(1) ? self.clone() : Tensor();
+    Tensor original;
+    if (ctx->needs_input_grad(1)) {
+      EnableGradGuard record;  // the copy stays on self's history, so double backward reaches it
+      original = self.clone();
+    }
     Divide ? div_(self, other) : mul_(self, other);
     ctx->save_for_backward({original, other});
     ctx->mark_dirty({self});

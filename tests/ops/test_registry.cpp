@@ -1,0 +1,53 @@
+// Every built-in operator has kernels for CPU, Meta and Autograd (directly or through a
+// composite key), except the ones listed here as having no derivative.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include <strata/strata.h>
+
+using namespace strata;
+
+namespace {
+
+// Ops whose outputs never carry gradients: factories, comparisons, indices.
+const std::set<std::string> kNotDifferentiable = {
+    "strata::empty", "strata::zeros", "strata::ones", "strata::full", "strata::arange", "strata::arange.start_step",
+    "strata::rand", "strata::randn", "strata::randint", "strata::randint.low", "strata::linspace", "strata::eye",
+    "strata::eye.m", "strata::eq.Tensor", "strata::eq.Scalar", "strata::ne.Tensor", "strata::ne.Scalar",
+    "strata::lt.Tensor", "strata::lt.Scalar", "strata::le.Tensor", "strata::le.Scalar", "strata::gt.Tensor",
+    "strata::gt.Scalar", "strata::ge.Tensor", "strata::ge.Scalar", "strata::logical_not", "strata::argmax",
+    "strata::argmin", "strata::zero_", "strata::fill_.Scalar",
+};
+
+bool has_any(const OperatorHandle& op, std::initializer_list<DispatchKey> keys) {
+  for (DispatchKey key : keys)
+    if (op.has_kernel_for(key)) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("registry: every strata op has CPU, Meta and Autograd (or composite) kernels") {
+  int checked = 0;
+  for (const std::string& name : registered_ops()) {
+    if (name.rfind("strata::", 0) != 0) continue;
+    OperatorHandle op = find_op(name);
+    INFO("op: " << name);
+    const bool implicit = op.has_kernel_for(DispatchKey::CompositeImplicitAutograd);
+    CHECK(has_any(op, {DispatchKey::CPU, DispatchKey::CompositeExplicitAutograd, DispatchKey::CompositeImplicitAutograd}));
+    CHECK(has_any(op, {DispatchKey::Meta, DispatchKey::CompositeExplicitAutograd, DispatchKey::CompositeImplicitAutograd}));
+    if (!kNotDifferentiable.count(name)) CHECK((implicit || op.has_kernel_for(DispatchKey::Autograd)));
+    ++checked;
+  }
+  CHECK(checked >= 30);
+}
+
+TEST_CASE("registry: dump_dispatch_table shows each key's kernel and where it was registered") {
+  std::string table = dump_dispatch_table("strata::mul.Tensor");
+  CHECK(table.find("ops/pointwise.cpp") != std::string::npos);
+  CHECK(table.find("Autograd: kernel") != std::string::npos);
+  CHECK(table.find("CPU: kernel") != std::string::npos);
+  CHECK(table.find("Meta: kernel") != std::string::npos);
+}
