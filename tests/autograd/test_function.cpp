@@ -184,3 +184,18 @@ TEST_CASE("function: a built-in op's derivative is replaced inside a scope and r
   (a * b).backward();
   CHECK(a.grad().item<float>() == 3.0f);
 }
+
+TEST_CASE("function: an op without a derivative runs, and backward through it names the op") {
+  Library def("fn_test_noderiv", Library::DEF);
+  def.def("twice(Tensor x) -> Tensor");
+  Library cpu("fn_test_noderiv", Library::IMPL, DispatchKey::CPU);
+  cpu.impl("twice", [](const Tensor& x) { return x * 2.0; });
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  Tensor y = call("fn_test_noderiv::twice", x).to_tensor();
+  CHECK(y.requires_grad());
+  CHECK(allclose(y.detach(), tensor({2.0f, 4.0f})));
+  expect_error<NotImplementedError>([&] { y.sum().backward(); }, "[fn_test_noderiv::twice]",
+                                    {"derivative", "not implemented"});
+  NoGradGuard no_grad;
+  CHECK_FALSE(call("fn_test_noderiv::twice", x).to_tensor().requires_grad());
+}
