@@ -114,8 +114,8 @@ class OperatorHandle {
   template <class Signature>
   TypedOperatorHandle<Signature> typed() const;
 
-  // Pops the arguments from the end of the stack, pushes the results. Missing trailing
-  // arguments take their schema defaults; wrong counts or kinds throw TypeError.
+  // The stack holds the arguments (trailing ones with schema defaults may be left out); they
+  // are replaced by the results. Wrong counts or kinds throw TypeError naming the argument.
   void call_boxed(Stack& stack) const;
   // Calls the kernel for the highest key of `keys` (no thread-local keys applied).
   void redispatch_boxed(DispatchKeySet keys, Stack& stack) const;
