@@ -16,9 +16,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
   // Each pair: (benchmark name, reference benchmark name).
   explicit RatioReporter(std::vector<std::pair<std::string, std::string>> pairs) : pairs_(std::move(pairs)) {}
 
+  // With --benchmark_repetitions the median of the repetitions is used (the runs are noisy
+  // on shared machines; add --benchmark_enable_random_interleaving to spread the noise).
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs)
-      if (run.run_type == Run::RT_Iteration) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+    for (const Run& run : runs) {
+      const std::string name = run.run_name.str();
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
+        times_[name] = run.GetAdjustedRealTime();
+        medians_[name] = true;
+      } else if (run.run_type == Run::RT_Iteration && !medians_[name]) {
+        times_[name] = run.GetAdjustedRealTime();
+      }
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
@@ -33,6 +42,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
  private:
   std::vector<std::pair<std::string, std::string>> pairs_;
   std::map<std::string, double> times_;
+  std::map<std::string, bool> medians_;
 };
 
 inline int run_with_ratios(int argc, char** argv, std::vector<std::pair<std::string, std::string>> pairs) {

@@ -1,5 +1,5 @@
-// Creation ops: empty, zeros, ones, full, arange, rand, randn; the *_like helpers and
-// tensor() (which copies values, so it is a plain function rather than an op).
+// Creation ops: empty, zeros, ones, full, arange, linspace, eye, rand, randn, randint; the
+// *_like helpers and tensor() (which copies values, so it is a plain function, not an op).
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 
@@ -202,6 +202,106 @@ Tensor randn_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optio
   return detail::make_empty(sizes, random_dtype("randn", sizes, dtype), meta_device(device));
 }
 
+// ---------------------------------------------------------------------------------------
+// linspace, eye and randint.
+
+// Note [linspace values]
+// steps values from start to end inclusive, float32 unless a dtype is given. Like PyTorch,
+// the first half counts up from start and the second half down from end, so both endpoints
+// are exact; values are computed in double and converted (truncated for integer dtypes).
+ScalarType linspace_dtype(int64_t steps, std::optional<ScalarType> dtype) {
+  STRATA_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
+  const ScalarType result = dtype.value_or(kFloat32);
+  STRATA_CHECK_TYPE(result != kBool, "[linspace] dtype Bool is not supported");
+  return result;
+}
+
+Tensor linspace_cpu(const Scalar& start, const Scalar& end, int64_t steps, std::optional<ScalarType> dtype,
+                    std::optional<Device> device) {
+  Tensor out = detail::make_empty({steps}, linspace_dtype(steps, dtype), cpu_device(device));
+  const double first = start.to_double(), last = end.to_double();
+  const double step = steps > 1 ? (last - first) / static_cast<double>(steps - 1) : 0.0;
+  visit_dtype(out.dtype(), [&]<class T>() {
+    T* data = detail::data_of<T>(out);
+    const int64_t half = steps == 1 ? 1 : steps / 2;  // a single step is start
+    detail::run_chunked(steps, [=](int64_t begin, int64_t stop) {
+      for (int64_t i = begin; i < stop; ++i) {
+        const double value = i < half ? first + step * static_cast<double>(i)
+                                      : last - step * static_cast<double>(steps - 1 - i);
+        data[i] = detail::convert<T>(value);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor linspace_meta(const Scalar&, const Scalar&, int64_t steps, std::optional<ScalarType> dtype,
+                     std::optional<Device> device) {
+  return detail::make_empty({steps}, linspace_dtype(steps, dtype), meta_device(device));
+}
+
+// eye(n, m): ones on the main diagonal of an [n, m] matrix, every dtype (float32 by default).
+ScalarType eye_dtype(int64_t n, int64_t m, std::optional<ScalarType> dtype) {
+  STRATA_CHECK_VALUE(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n=", n, " and m=", m);
+  return dtype.value_or(kFloat32);
+}
+
+Tensor eye_m_cpu(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  Tensor out = zeros_cpu({n, m}, eye_dtype(n, m, dtype), device);
+  visit_dtype(out.dtype(), [&]<class T>() {
+    T* data = detail::data_of<T>(out);
+    for (int64_t i = 0, diagonal = std::min(n, m); i < diagonal; ++i) data[i * m + i] = detail::convert<T>(1);
+  });
+  return out;
+}
+Tensor eye_m_meta(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  return detail::make_empty({n, m}, eye_dtype(n, m, dtype), meta_device(device));
+}
+Tensor eye_cpu(int64_t n, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  return eye_m_cpu(n, n, dtype, device);
+}
+Tensor eye_meta(int64_t n, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  return eye_m_meta(n, n, dtype, device);
+}
+
+// Note [randint]
+// Integers uniform in [low, high), int64 unless a dtype is given; both bounds must fit the
+// dtype. Each value is low + (64-bit draw mod (high - low)): the modulo bias is at most
+// (high - low) / 2^64. Drawn in order under the generator's lock (Note [Random numbers]).
+ScalarType randint_dtype(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype) {
+  const ScalarType result = creation_dtype("randint", sizes, dtype, kInt64);
+  STRATA_CHECK_VALUE(low < high, "[randint] low must be less than high, got low=", low, " and high=", high);
+  visit_dtype(result, [&]<class T>() {
+    (void)detail::checked_scalar<T>(low, "randint");
+    (void)detail::checked_scalar<T>(high - 1, "randint");
+  });
+  return result;
+}
+
+Tensor randint_low_cpu(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype,
+                       std::optional<Device> device) {
+  Tensor out = detail::make_empty(sizes, randint_dtype(low, high, sizes, dtype), cpu_device(device));
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  visit_dtype(out.dtype(), [&]<class T>() {
+    T* data = detail::data_of<T>(out);
+    auto& generator = detail::default_cpu_generator();
+    std::lock_guard lock(generator.mutex);
+    for (int64_t i = 0, n = out.numel(); i < n; ++i)
+      data[i] = detail::convert<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + generator.engine() % range));
+  });
+  return out;
+}
+Tensor randint_low_meta(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype,
+                        std::optional<Device> device) {
+  return detail::make_empty(sizes, randint_dtype(low, high, sizes, dtype), meta_device(device));
+}
+Tensor randint_cpu(int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  return randint_low_cpu(0, high, sizes, dtype, device);
+}
+Tensor randint_meta(int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  return randint_low_meta(0, high, sizes, dtype, device);
+}
+
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
@@ -214,6 +314,11 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
         "Device? device=None) -> Tensor");
   m.def("rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
   m.def("randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
@@ -225,6 +330,11 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("arange.start_step", &arange_start_step_cpu);
   m.impl("rand", &rand_cpu);
   m.impl("randn", &randn_cpu);
+  m.impl("linspace", &linspace_cpu);
+  m.impl("eye", &eye_cpu);
+  m.impl("eye.m", &eye_m_cpu);
+  m.impl("randint", &randint_cpu);
+  m.impl("randint.low", &randint_low_cpu);
 }
 
 STRATA_LIBRARY_IMPL(strata, Meta, m) {
@@ -236,6 +346,11 @@ STRATA_LIBRARY_IMPL(strata, Meta, m) {
   m.impl("arange.start_step", &arange_start_step_meta);
   m.impl("rand", &rand_meta);
   m.impl("randn", &randn_meta);
+  m.impl("linspace", &linspace_meta);
+  m.impl("eye", &eye_meta);
+  m.impl("eye.m", &eye_m_meta);
+  m.impl("randint", &randint_meta);
+  m.impl("randint.low", &randint_low_meta);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -287,6 +402,38 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
       find_op("strata::arange.start_step")
           .typed<Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Device>)>();
   return with_grad(op.call(start, end, step, options.dtype_opt(), options.device_opt()), options);
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options) {
+  static const auto op = find_op("strata::linspace")
+                             .typed<Tensor(const Scalar&, const Scalar&, int64_t, std::optional<ScalarType>,
+                                           std::optional<Device>)>();
+  return with_grad(op.call(start, end, steps, options.dtype_opt(), options.device_opt()), options);
+}
+
+Tensor eye(int64_t n, TensorOptions options) {
+  static const auto op =
+      find_op("strata::eye").typed<Tensor(int64_t, std::optional<ScalarType>, std::optional<Device>)>();
+  return with_grad(op.call(n, options.dtype_opt(), options.device_opt()), options);
+}
+
+Tensor eye(int64_t n, int64_t m, TensorOptions options) {
+  static const auto op =
+      find_op("strata::eye.m").typed<Tensor(int64_t, int64_t, std::optional<ScalarType>, std::optional<Device>)>();
+  return with_grad(op.call(n, m, options.dtype_opt(), options.device_opt()), options);
+}
+
+Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options) {
+  static const auto op = find_op("strata::randint")
+                             .typed<Tensor(int64_t, IntArrayRef, std::optional<ScalarType>, std::optional<Device>)>();
+  return with_grad(op.call(high, sizes, options.dtype_opt(), options.device_opt()), options);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options) {
+  static const auto op =
+      find_op("strata::randint.low")
+          .typed<Tensor(int64_t, int64_t, IntArrayRef, std::optional<ScalarType>, std::optional<Device>)>();
+  return with_grad(op.call(low, high, sizes, options.dtype_opt(), options.device_opt()), options);
 }
 
 namespace {

@@ -310,6 +310,52 @@ void unary_kernel(const Tensor& out, const Tensor& a, const Op& op) {
               });
 }
 
+// Note [Short broadcast rows]
+// Broadcasting a small tensor over the rows of a large one ([N, 2] + [2]) leaves rows too
+// short to pay for the per-row bookkeeping of for_each_row. When the loop is two-dimensional
+// with rows shorter than kShortRow, the output walks its rows contiguously, and each input
+// either does too or repeats one row (outer stride 0), the repeated rows are copied side by
+// side into a stack buffer once per chunk, so that runs of many rows become one contiguous
+// loop the compiler vectorises.
+inline constexpr int64_t kShortRow = 64;
+inline constexpr int64_t kShortRowRun = 512;  // elements per run, at most
+
+template <class T, class Op>
+bool binary_kernel_short_rows(const LoopGeometry<3>& geometry, const std::array<char*, 3>& base, const Op& op) {
+  using C = compute_type_t<T>;
+  constexpr int64_t size = sizeof(T);
+  if (geometry.sizes.size() != 2 || geometry.sizes[1] >= kShortRow) return false;
+  const int64_t rows = geometry.sizes[0], inner = geometry.sizes[1];
+  bool repeats[3];
+  for (int k = 0; k < 3; ++k) {
+    const int64_t outer_stride = geometry.strides[k][0], inner_stride = geometry.strides[k][1];
+    repeats[k] = outer_stride == 0;
+    const bool contiguous_rows = inner_stride == size && outer_stride == inner * size;
+    if (!contiguous_rows && !(repeats[k] && k > 0)) return false;
+  }
+  const int64_t rows_per_run = std::max<int64_t>(1, kShortRowRun / inner);
+  auto run = [&](int64_t row_begin, int64_t row_end) {
+    T repeated[2][kShortRowRun + kShortRow];
+    for (int k = 1; k < 3; ++k) {
+      if (!repeats[k]) continue;
+      for (int64_t j = 0; j < rows_per_run * inner; ++j)
+        repeated[k - 1][j] = *reinterpret_cast<const T*>(base[k] + (j % inner) * geometry.strides[k][1]);
+    }
+    for (int64_t row = row_begin; row < row_end; row += rows_per_run) {
+      const int64_t count = std::min(rows_per_run, row_end - row) * inner;
+      T* o = reinterpret_cast<T*>(base[0]) + row * inner;
+      const T* x = repeats[1] ? repeated[0] : reinterpret_cast<const T*>(base[1]) + row * inner;
+      const T* y = repeats[2] ? repeated[1] : reinterpret_cast<const T*>(base[2]) + row * inner;
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(op(static_cast<C>(x[i]), static_cast<C>(y[i])));
+    }
+  };
+  if (rows * inner <= kDefaultGrainSize) run(0, rows);
+  else parallel_for(0, rows, std::max<int64_t>(1, kDefaultGrainSize / inner), [&run](int64_t begin, int64_t end) {
+    run(begin, end);
+  });
+  return true;
+}
+
 // The general case of binary_kernel: any strides, broadcasting by stride 0.
 template <class T, class Op>
 void binary_kernel_strided(const Tensor& out, const Tensor& a, const Tensor& b, const Op& op) {
@@ -318,6 +364,9 @@ void binary_kernel_strided(const Tensor& out, const Tensor& a, const Tensor& b, 
   const DimVector b_strides = broadcast_strides(out.sizes(), b);
   const auto geometry = make_geometry<3>(out.sizes(), {out.strides(), a_strides.ref(), b_strides.ref()},
                                          {sizeof(T), sizeof(T), sizeof(T)});
+  const std::array<char*, 3> base = {reinterpret_cast<char*>(data_of<T>(out)), reinterpret_cast<char*>(data_of<T>(a)),
+                                     reinterpret_cast<char*>(data_of<T>(b))};
+  if (binary_kernel_short_rows<T>(geometry, base, op)) return;  // See Note [Short broadcast rows]
   auto row = [&op](char* const* p, int64_t count, const int64_t* s) {
     T* o = reinterpret_cast<T*>(p[0]);
     const T* x = reinterpret_cast<const T*>(p[1]);
@@ -339,10 +388,7 @@ void binary_kernel_strided(const Tensor& out, const Tensor& a, const Tensor& b, 
       }
     }
   };
-  run_rows<3>(geometry,
-              {reinterpret_cast<char*>(data_of<T>(out)), reinterpret_cast<char*>(data_of<T>(a)),
-               reinterpret_cast<char*>(data_of<T>(b))},
-              row);
+  run_rows<3>(geometry, base, row);
 }
 
 // out[i] = op(a[i], b[i]) with a and b broadcast to out's shape, all of dtype T; op works in

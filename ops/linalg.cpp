@@ -1,5 +1,6 @@
-// Linear algebra: matmul with torch.matmul semantics (dot, mv, mm, batched with broadcast).
-// float32/float64 multiply through Eigen; other dtypes through a plain loop.
+// Linear algebra: matmul with torch.matmul semantics (dot, mv, mm, batched with broadcast),
+// the strict mm and bmm, t(), and linear (x @ w^T + b as one GEMM on a view of w plus a bias
+// pass). float32/float64 multiply through Eigen; other dtypes through a plain loop.
 
 // Note [Matmul threading]
 // Eigen's own OpenMP parallelisation is turned off in this file and strata splits the work
@@ -35,12 +36,17 @@ struct MatmulShape {
 
 // 1-d operands act as a row (left) or column (right) vector whose dim is dropped from the
 // result; leading dims of N-d operands broadcast. No dtype promotion, as in PyTorch.
-MatmulShape matmul_shape(const Tensor& self, const Tensor& other) {
-  detail::check_same_device("matmul", self, other);
-  STRATA_CHECK_TYPE(self.dtype() == other.dtype(), "[matmul] expected both inputs to have the same dtype, got ",
+// `op` names the op in errors (mm, bmm and linear check their stricter rules first).
+void check_operands(const char* op, const Tensor& self, const Tensor& other) {
+  detail::check_same_device(op, self, other);
+  STRATA_CHECK_TYPE(self.dtype() == other.dtype(), "[", op, "] expected both inputs to have the same dtype, got ",
                     self.dtype(), " and ", other.dtype());
-  STRATA_CHECK_TYPE(self.dtype() != kBool, "[matmul] Bool inputs are not supported");
-  STRATA_CHECK_VALUE(self.dim() >= 1 && other.dim() >= 1, "[matmul] both arguments need at least 1 dimension, got ",
+  STRATA_CHECK_TYPE(self.dtype() != kBool, "[", op, "] Bool inputs are not supported");
+}
+
+MatmulShape matmul_shape(const Tensor& self, const Tensor& other, const char* op = "matmul") {
+  check_operands(op, self, other);
+  STRATA_CHECK_VALUE(self.dim() >= 1 && other.dim() >= 1, "[", op, "] both arguments need at least 1 dimension, got ",
                      self.dim(), "-d and ", other.dim(), "-d tensors");
   MatmulShape shape;
   const IntArrayRef a = self.sizes(), b = other.sizes();
@@ -48,11 +54,11 @@ MatmulShape matmul_shape(const Tensor& self, const Tensor& other) {
   shape.depth = a.back();
   const int64_t depth_b = b.size() >= 2 ? b[b.size() - 2] : b[0];
   shape.cols = b.size() >= 2 ? b.back() : 1;
-  STRATA_CHECK_VALUE(shape.depth == depth_b, "[matmul] shapes ", a, " and ", b, " cannot be multiplied (",
+  STRATA_CHECK_VALUE(shape.depth == depth_b, "[", op, "] shapes ", a, " and ", b, " cannot be multiplied (",
                      shape.depth, " != ", depth_b, ")");
   const IntArrayRef batch_a = a.size() > 2 ? a.slice(0, a.size() - 2) : IntArrayRef();
   const IntArrayRef batch_b = b.size() > 2 ? b.slice(0, b.size() - 2) : IntArrayRef();
-  shape.batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  shape.batch = broadcast_shapes(batch_a, batch_b, op);
   shape.out_sizes = shape.batch;
   if (a.size() >= 2) shape.out_sizes.push_back(shape.rows);
   if (b.size() >= 2) shape.out_sizes.push_back(shape.cols);
@@ -111,6 +117,10 @@ Order order_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_strid
   return Order::strided;
 }
 
+// Note [GEMM into zeroed memory]
+// `mc.noalias() = ma * mb` makes Eigen zero the strided destination row by row (one memset
+// call per row, ~5% of a 64x64 product) before accumulating into it. Zeroing it here in one
+// call when its rows are contiguous, then accumulating with +=, does the same work faster.
 template <class T, int OrderA, int OrderB>
 void eigen_block(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, int64_t lda, int64_t ldb,
                  int64_t ldc) {
@@ -120,7 +130,10 @@ void eigen_block(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int6
   Eigen::Map<const MatrixA, 0, Eigen::OuterStride<>> ma(a, rows, depth, Eigen::OuterStride<>(lda));
   Eigen::Map<const MatrixB, 0, Eigen::OuterStride<>> mb(b, depth, cols, Eigen::OuterStride<>(ldb));
   Eigen::Map<MatrixC, 0, Eigen::OuterStride<>> mc(c, rows, cols, Eigen::OuterStride<>(ldc));
-  mc.noalias() = ma * mb;
+  // See Note [GEMM into zeroed memory].
+  if (ldc == cols) std::memset(c, 0, static_cast<size_t>(rows * cols) * sizeof(T));
+  else for (int64_t r = 0; r < rows; ++r) std::memset(c + r * ldc, 0, static_cast<size_t>(cols) * sizeof(T));
+  mc.noalias() += ma * mb;
 }
 
 // The leading dimension Eigen sees for a matrix of `order` (any value >= 1 when unused).
@@ -208,29 +221,43 @@ void run_blocks(T* out, const Operand& left, const Operand& right, const MatmulS
 
 // An operand whose matrices are neither row- nor column-major (or a broadcast vector) is
 // copied once; the copy is contiguous.
-Tensor usable_layout(const Tensor& t) {
-  if (t.dim() == 1) return t.strides()[0] == 0 && t.sizes()[0] > 1 ? detail::cast_to(t, t.dtype()) : t;
-  const int64_t rows = t.sizes()[t.dim() - 2], cols = t.sizes()[t.dim() - 1];
-  const Order order = order_of(rows, cols, t.strides()[t.dim() - 2], t.strides()[t.dim() - 1]);
-  return order == Order::strided ? detail::cast_to(t, t.dtype()) : t;
+// Returns t itself, or a contiguous copy kept in `copy`.
+const Tensor& usable_layout(const Tensor& t, Tensor& copy) {
+  bool usable = true;
+  if (t.dim() == 1) {
+    usable = t.strides()[0] != 0 || t.sizes()[0] <= 1;
+  } else {
+    const int64_t rows = t.sizes()[t.dim() - 2], cols = t.sizes()[t.dim() - 1];
+    usable = order_of(rows, cols, t.strides()[t.dim() - 2], t.strides()[t.dim() - 1]) != Order::strided;
+  }
+  if (usable) return t;
+  copy = detail::cast_to(t, t.dtype());
+  return copy;
 }
 
 // ---------------------------------------------------------------------------------------
 // Kernels.
 
-Tensor matmul_cpu(const Tensor& self, const Tensor& other) {
-  const MatmulShape shape = matmul_shape(self, other);
-  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+// out (contiguous, shape.out_sizes) = self @ other.
+void multiply_into(const Tensor& out, const Tensor& self, const Tensor& other, const MatmulShape& shape) {
+  if (out.numel() == 0) return;
   if (shape.depth == 0) {
     std::memset(out.impl()->data(), 0, static_cast<size_t>(out.nbytes()));
-    return out;
+    return;
   }
-  const Tensor a = usable_layout(self), b = usable_layout(other);
+  Tensor a_copy, b_copy;
+  const Tensor& a = usable_layout(self, a_copy);
+  const Tensor& b = usable_layout(other, b_copy);
   const Operand left = make_operand(a, true, shape), right = make_operand(b, false, shape);
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) run_blocks<T>(detail::data_of<T>(out), left, right, shape);
   });
+}
+
+Tensor matmul_cpu(const Tensor& self, const Tensor& other) {
+  const MatmulShape shape = matmul_shape(self, other);
+  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
+  multiply_into(out, self, other, shape);
   return out;
 }
 
@@ -239,11 +266,127 @@ Tensor matmul_meta(const Tensor& self, const Tensor& other) {
   return detail::make_empty(shape.out_sizes, self.dtype(), self.device());
 }
 
+// mm: exactly two matrices. bmm: two batches of matrices of the same batch size (no
+// broadcasting). Both then multiply like matmul.
+MatmulShape mm_shape(const Tensor& self, const Tensor& mat2) {
+  STRATA_CHECK_VALUE(self.dim() == 2 && mat2.dim() == 2, "[mm] expected two matrices (2-d tensors), got shapes ",
+                     self.sizes(), " and ", mat2.sizes());
+  return matmul_shape(self, mat2, "mm");
+}
+
+MatmulShape bmm_shape(const Tensor& self, const Tensor& mat2) {
+  STRATA_CHECK_VALUE(self.dim() == 3 && mat2.dim() == 3, "[bmm] expected two batches of matrices (3-d tensors), got ",
+                     "shapes ", self.sizes(), " and ", mat2.sizes());
+  STRATA_CHECK_VALUE(self.size(0) == mat2.size(0), "[bmm] batch sizes differ: shapes ", self.sizes(), " and ",
+                     mat2.sizes());
+  return matmul_shape(self, mat2, "bmm");
+}
+
+template <MatmulShape (*shape_of)(const Tensor&, const Tensor&)>
+Tensor strict_product_cpu(const Tensor& self, const Tensor& mat2) {
+  const MatmulShape shape = shape_of(self, mat2);
+  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
+  multiply_into(out, self, mat2, shape);
+  return out;
+}
+
+template <MatmulShape (*shape_of)(const Tensor&, const Tensor&)>
+Tensor strict_product_meta(const Tensor& self, const Tensor& mat2) {
+  return detail::make_empty(shape_of(self, mat2).out_sizes, self.dtype(), self.device());
+}
+
+// 0-d and 1-d tensors are their own transpose (a view); matrices swap their dims.
+Tensor t_composite(const Tensor& self) {
+  STRATA_CHECK_VALUE(self.dim() <= 2, "[t] expects a tensor with at most 2 dimensions, got shape ", self.sizes(),
+                     "; use transpose(dim0, dim1) or permute");
+  return self.dim() < 2 ? transpose(self, 0, 0) : transpose(self, 0, 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// linear. Note [linear as one GEMM]
+// input [*, in] is seen as a [rows, in] matrix (a view when its leading dims are contiguous,
+// else one copy) and weight [out, in] as its transpose [in, out] through strides alone, so
+// the product is one GEMM with no copy of the weight; the bias is then added to each row.
+
+struct LinearShape {
+  MatmulShape product;  // [rows, in] @ [in, out]
+  DimVector out_sizes;  // input's leading dims + [out]
+};
+
+LinearShape linear_shape(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_operands("linear", input, weight);
+  STRATA_CHECK_VALUE(weight.dim() == 2, "[linear] weight must be 2-d [out_features, in_features], got shape ",
+                     weight.sizes());
+  STRATA_CHECK_VALUE(input.dim() >= 1 && input.size(-1) == weight.size(1), "[linear] input shape ", input.sizes(),
+                     " and weight shape ", weight.sizes(), " cannot be multiplied (in_features ", weight.size(1),
+                     ")");
+  if (bias && bias->defined()) {
+    check_operands("linear", input, *bias);
+    STRATA_CHECK_VALUE(bias->dim() <= 1 && (bias->numel() == weight.size(0) || bias->numel() == 1),
+                       "[linear] bias must have shape [out_features] = [", weight.size(0), "], got ", bias->sizes());
+  }
+  LinearShape shape;
+  shape.product.depth = weight.size(1);
+  shape.product.cols = weight.size(0);
+  for (int64_t d = 0; d + 1 < input.dim(); ++d) {
+    shape.product.rows *= input.size(d);
+    shape.out_sizes.push_back(input.size(d));
+  }
+  shape.out_sizes.push_back(weight.size(0));
+  shape.product.out_sizes = {shape.product.rows, shape.product.cols};
+  return shape;
+}
+
+// input as [rows, in]: itself when 2-d, a view when contiguous, else a contiguous copy.
+Tensor input_matrix(const Tensor& input, int64_t rows) {
+  const int64_t in = input.size(-1);
+  if (input.dim() == 2) return input;
+  const Tensor contiguous = detail::as_contiguous(input);
+  return detail::make_view(contiguous, {rows, in}, {in, 1}, contiguous.storage_offset());
+}
+
+Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  const LinearShape shape = linear_shape(input, weight, bias);
+  Tensor out = detail::make_empty(shape.out_sizes, input.dtype(), input.device());
+  if (out.numel() == 0) return out;
+  const Tensor weight_t = detail::make_view(weight, {weight.size(1), weight.size(0)},
+                                            {weight.stride(1), weight.stride(0)}, weight.storage_offset());
+  multiply_into(out, input_matrix(input, shape.product.rows), weight_t, shape.product);
+  if (bias && bias->defined()) {
+    visit_dtype(out.dtype(), [&]<class T>() {
+      detail::binary_kernel<T>(out, out, *bias, [](compute_type_t<T> x, compute_type_t<T> b) { return x + b; });
+    });
+  }
+  return out;
+}
+
+Tensor linear_meta(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  return detail::make_empty(linear_shape(input, weight, bias).out_sizes, input.dtype(), input.device());
+}
+
 }  // namespace
 
-STRATA_LIBRARY_FRAGMENT(strata, m) { m.def("matmul(Tensor self, Tensor other) -> Tensor"); }
-STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("matmul", &matmul_cpu); }
-STRATA_LIBRARY_IMPL(strata, Meta, m) { m.impl("matmul", &matmul_meta); }
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("t(Tensor(a) self) -> Tensor(a)", &t_composite);
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("matmul", &matmul_cpu);
+  m.impl("mm", &strict_product_cpu<&mm_shape>);
+  m.impl("bmm", &strict_product_cpu<&bmm_shape>);
+  m.impl("linear", &linear_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("matmul", &matmul_meta);
+  m.impl("mm", &strict_product_meta<&mm_shape>);
+  m.impl("bmm", &strict_product_meta<&bmm_shape>);
+  m.impl("linear", &linear_meta);
+}
 
 // ---------------------------------------------------------------------------------------
 // Derivative. Note [Matmul gradient]
@@ -284,12 +427,85 @@ struct MatmulFunction : autograd::Function<MatmulFunction> {
   }
 };
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) { m.impl("matmul", autograd::kernel<MatmulFunction>()); }
+// mm: dA = G B^T, dB = A^T G. bmm: the same per batch.
+template <bool batched>
+struct StrictProductFunction : autograd::Function<StrictProductFunction<batched>> {
+  static constexpr std::string_view name() { return batched ? "BmmBackward" : "MmBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& mat2) {
+    ctx->save_for_backward({ctx->needs_input_grad(1) ? self : Tensor(), ctx->needs_input_grad(0) ? mat2 : Tensor()});
+    return batched ? bmm(self, mat2) : mm(self, mat2);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const Tensor& g = grads[0];
+    Tensor grad_self, grad_mat2;
+    if (batched) {
+      if (ctx->needs_input_grad(0)) grad_self = bmm(g, saved[1].transpose(1, 2));
+      if (ctx->needs_input_grad(1)) grad_mat2 = bmm(saved[0].transpose(1, 2), g);
+    } else {
+      if (ctx->needs_input_grad(0)) grad_self = mm(g, saved[1].t());
+      if (ctx->needs_input_grad(1)) grad_mat2 = mm(saved[0].t(), g);
+    }
+    return {grad_self, grad_mat2};
+  }
+};
+
+// linear: d input = G W, d weight = G^T X (over the flattened leading dims), d bias = G
+// summed to the bias's shape by the Function machinery. The bias arrives as a plain Tensor
+// (undefined for None) so that it gets a gradient edge; see linear_autograd below.
+struct LinearFunction : autograd::Function<LinearFunction> {
+  static constexpr std::string_view name() { return "LinearBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+    ctx->save_for_backward({ctx->needs_input_grad(1) ? input : Tensor(), ctx->needs_input_grad(0) ? weight : Tensor()});
+    return linear(input, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const Tensor& g = grads[0];
+    Tensor grad_input, grad_weight;
+    if (ctx->needs_input_grad(0)) grad_input = matmul(g, saved[1]);
+    if (ctx->needs_input_grad(1)) {
+      const Tensor& input = saved[0];
+      int64_t rows = 1;
+      for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.size(d);
+      grad_weight = mm(g.reshape({rows, g.size(-1)}).t(), input.reshape({rows, input.size(-1)}));
+    }
+    return {grad_input, grad_weight, ctx->needs_input_grad(2) ? g : Tensor()};
+  }
+};
+
+Tensor linear_autograd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  return LinearFunction::apply(input, weight, bias ? *bias : Tensor());
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("matmul", autograd::kernel<MatmulFunction>());
+  m.impl("mm", autograd::kernel<StrictProductFunction<false>>());
+  m.impl("bmm", autograd::kernel<StrictProductFunction<true>>());
+  m.impl("linear", &linear_autograd);
+}
 }  // namespace
 
 Tensor matmul(const Tensor& self, const Tensor& other) {
   static const auto op = find_op("strata::matmul").typed<Tensor(const Tensor&, const Tensor&)>();
   return op.call(self, other);
+}
+Tensor mm(const Tensor& self, const Tensor& mat2) {
+  static const auto op = find_op("strata::mm").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, mat2);
+}
+Tensor bmm(const Tensor& self, const Tensor& mat2) {
+  static const auto op = find_op("strata::bmm").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, mat2);
+}
+Tensor t(const Tensor& self) {
+  static const auto op = find_op("strata::t").typed<Tensor(const Tensor&)>();
+  return op.call(self);
+}
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  static const auto op =
+      find_op("strata::linear").typed<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>();
+  return op.call(input, weight, bias);
 }
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -26,6 +27,14 @@ Tensor arange(const Scalar& end, TensorOptions options = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions options = {});
 Tensor rand(IntArrayRef sizes, TensorOptions options = {});
 Tensor randn(IntArrayRef sizes, TensorOptions options = {});
+// steps values from start to end inclusive (float32 unless a dtype is given).
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options = {});
+// The n x n (or n x m) identity matrix.
+Tensor eye(int64_t n, TensorOptions options = {});
+Tensor eye(int64_t n, int64_t m, TensorOptions options = {});
+// Integers uniform in [0, high) or [low, high), int64 unless a dtype is given.
+Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options = {});
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options = {});
 Tensor empty_like(const Tensor& t, TensorOptions options = {});
 Tensor zeros_like(const Tensor& t, TensorOptions options = {});
 Tensor ones_like(const Tensor& t, TensorOptions options = {});
@@ -109,15 +118,94 @@ const Tensor& mul_(const Tensor& self, const Scalar& other);
 const Tensor& div_(const Tensor& self, const Tensor& other);
 const Tensor& div_(const Tensor& self, const Scalar& other);
 
+// Pointwise math and activations (ops/unary.cpp, ops/binary.cpp). exp, log, sqrt, rsqrt,
+// sin, cos, tanh and sigmoid compute integral inputs in float32; gelu and silu take floating
+// inputs only; float16/bfloat16 compute in float.
+Tensor neg(const Tensor& self);
+Tensor abs(const Tensor& self);
+Tensor sign(const Tensor& self);
+Tensor exp(const Tensor& self);
+Tensor log(const Tensor& self);
+Tensor sqrt(const Tensor& self);
+Tensor rsqrt(const Tensor& self);
+Tensor sin(const Tensor& self);
+Tensor cos(const Tensor& self);
+Tensor tanh(const Tensor& self);
+Tensor sigmoid(const Tensor& self);
+Tensor relu(const Tensor& self);
+Tensor silu(const Tensor& self);
+// approximate: "none" (the exact erf form) or "tanh".
+Tensor gelu(const Tensor& self, std::string_view approximate = "none");
+// grad_output * gelu'(self): gelu's derivative, an op with a derivative of its own.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate = "none");
+// At least one bound must be given; integral self promotes with floating bounds.
+Tensor clamp(const Tensor& self, const std::optional<Scalar>& min = std::nullopt,
+             const std::optional<Scalar>& max = std::nullopt);
+Tensor pow(const Tensor& self, const Tensor& exponent);
+Tensor pow(const Tensor& self, const Scalar& exponent);
+Tensor maximum(const Tensor& self, const Tensor& other);
+Tensor minimum(const Tensor& self, const Tensor& other);
+const Tensor& relu_(const Tensor& self);
+const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min = std::nullopt,
+                     const std::optional<Scalar>& max = std::nullopt);
+const Tensor& zero_(const Tensor& self);
+const Tensor& fill_(const Tensor& self, const Scalar& value);
+
+// Elementwise comparisons (ops/compare.cpp): kBool results, operands compared in their
+// promoted dtype. where picks self where condition (kBool) holds, other elsewhere.
+Tensor eq(const Tensor& self, const Tensor& other);
+Tensor eq(const Tensor& self, const Scalar& other);
+Tensor ne(const Tensor& self, const Tensor& other);
+Tensor ne(const Tensor& self, const Scalar& other);
+Tensor lt(const Tensor& self, const Tensor& other);
+Tensor lt(const Tensor& self, const Scalar& other);
+Tensor le(const Tensor& self, const Tensor& other);
+Tensor le(const Tensor& self, const Scalar& other);
+Tensor gt(const Tensor& self, const Tensor& other);
+Tensor gt(const Tensor& self, const Scalar& other);
+Tensor ge(const Tensor& self, const Tensor& other);
+Tensor ge(const Tensor& self, const Scalar& other);
+Tensor logical_not(const Tensor& self);
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other);
+
 // Reductions.
 Tensor sum(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor sum(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+// mean needs a floating input or a floating dtype; the input is cast to the dtype first.
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+// Integral and bool inputs multiply into int64 unless a dtype is given (as sum).
+Tensor prod(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+// max/min: values keep the dtype, indices are int64; NaN wins; ties pick the first element.
+// Empty reductions throw IndexError. argmax/argmin with no dim index the flattened tensor.
+Tensor max(const Tensor& self);
+std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& self);
+std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// var/std over `dims` (empty: every dim), unbiased (correction 1) by default; floating only.
+// There is no leading `bool unbiased` overload: var(t, {1}) and var(t, 1) reduce dim 1.
+Tensor var(const Tensor& self, IntArrayRef dims = {}, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& self, IntArrayRef dims = {}, bool unbiased = true, bool keepdim = false);
+// log(sum(exp(x))) over dims, computed with the maximum subtracted; integral inputs give float32.
+Tensor logsumexp(const Tensor& self, IntArrayRef dims, bool keepdim = false);
+// The p-norm of all elements (p = 0 counts nonzeros, +-inf is the largest/smallest |x|).
+Tensor norm(const Tensor& self, const Scalar& p = 2);
 
 // Sums `t` down to `shape` over the dims broadcasting added or expanded (for gradients).
 Tensor sum_to(const Tensor& t, IntArrayRef shape);
 
 // Linear algebra.
 Tensor matmul(const Tensor& self, const Tensor& other);
+// mm: two matrices; bmm: two [b, n, m] and [b, m, p] batches (no broadcasting).
+Tensor mm(const Tensor& self, const Tensor& mat2);
+Tensor bmm(const Tensor& self, const Tensor& mat2);
+// The transpose of a matrix (a view); 0-d and 1-d tensors come back as views of themselves.
+Tensor t(const Tensor& self);
+// input @ weight^T + bias for input [*, in_features], weight [out_features, in_features].
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
 
 // Shape, views and copies.
 Tensor view(const Tensor& self, IntArrayRef sizes);
@@ -129,6 +217,78 @@ Tensor contiguous(const Tensor& self);
 Tensor clone(const Tensor& self);
 const Tensor& copy_(const Tensor& self, const Tensor& src);
 Tensor to(const Tensor& self, const TensorOptions& options, bool copy = false);
+
+// More shape ops and views (ops/shape.cpp). Views share storage and the version counter.
+Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor squeeze(const Tensor& self);
+Tensor squeeze(const Tensor& self, int64_t dim);
+Tensor unsqueeze(const Tensor& self, int64_t dim);
+tensor_list split(const Tensor& self, int64_t split_size, int64_t dim = 0);
+tensor_list split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim = 0);
+tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
+// Type promotion across the inputs; 1-d tensors of shape [0] are skipped, as in PyTorch.
+Tensor cat(const tensor_list& tensors, int64_t dim = 0);
+Tensor stack(const tensor_list& tensors, int64_t dim = 0);
+
+// Indexing (ops/index.cpp). slice clamps start/end like Python; step must be positive.
+Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
+             std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+Tensor select(const Tensor& self, int64_t dim, int64_t index);
+Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length);
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad = false);
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value);  // value: a 0-d tensor
+// The gradients of slice and select: zeros of input_sizes with grad_output in the viewed part.
+Tensor slice_backward(const Tensor& grad_output, IntArrayRef input_sizes, int64_t dim, int64_t start, int64_t end,
+                      int64_t step);
+Tensor select_backward(const Tensor& grad_output, IntArrayRef input_sizes, int64_t dim, int64_t index);
+
+// Neural-network functions (ops/nn.cpp). softmax and log_softmax subtract each slice's
+// maximum first, so large logits are safe; dtype converts the input before the op.
+Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+// In training mode zeroes each element with probability p and scales the rest by 1 / (1 - p);
+// reproducible under manual_seed. Not training (or p = 0) returns the input itself.
+Tensor dropout(const Tensor& input, double p, bool train);
+// Normalizes over the trailing dims given by normalized_shape, then scales and shifts.
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight = {},
+                  const std::optional<Tensor>& bias = {}, double eps = 1e-5);
+// Rows of weight [num_embeddings, dim] picked by indices: result shape indices.sizes() + [dim].
+// The gradient adds into the picked rows, skipping padding_idx (when >= 0).
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,
+                 bool scale_grad_by_freq = false, bool sparse = false);
+// Convolution and pooling (ops/conv.cpp). input [N, C, H, W] or unbatched [C, H, W];
+// weight [out_channels, C / groups, kH, kW]; bias [out_channels].
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+              IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+              int64_t groups = 1);
+// stride defaults to kernel_size; the window maxima's indices are kept for backward.
+Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0, 0},
+                  IntArrayRef dilation = {1, 1}, bool ceil_mode = false);
+// The maxima and, for each, its flat index in its input plane (H * W), as int64.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {},
+                                                   IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                                                   bool ceil_mode = false);
+
+// Losses (ops/loss.cpp). Schemas take `int reduction` with PyTorch's values.
+enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+// input [C], [N, C] or [N, C, d1...]; target of class indices (int64) of shape [], [N] or
+// [N, d1...]. Mean divides by the total weight of the targets that are not ignore_index.
+Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = {},
+                Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+// log_softmax over the class dim then nll_loss, with PyTorch's label smoothing; a floating
+// target of the input's shape holds class probabilities instead of indices.
+Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = {},
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100, double label_smoothing = 0.0);
+Tensor mse_loss(const Tensor& self, const Tensor& target, Reduction reduction = Reduction::Mean);
+// Stable for logits of any size; target has self's shape, weight and pos_weight (the weight
+// of positive targets, e.g. one per class) broadcast to it.
+Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = {},
+                                        const std::optional<Tensor>& pos_weight = {},
+                                        Reduction reduction = Reduction::Mean);
 
 // Comparisons of whole tensors (not ops: they return bool).
 bool equal(const Tensor& a, const Tensor& b);

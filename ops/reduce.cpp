@@ -1,25 +1,19 @@
-// Reductions: sum over all dims or a list of dims.
+// Reductions: sum, mean and prod over all dims or some dims; the reduction shape and layout
+// shared with reduce_minmax.cpp and reduce_stats.cpp (see ops/reduce.h); and sum_to.
+#include <strata/ops/reduce.h>
+
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
-#include <strata/ops/elementwise.h>
 
 #include <cstring>
 #include <vector>
 
 namespace strata {
-namespace {
+namespace detail {
 
 // ---------------------------------------------------------------------------------------
-// Shape and dtype.
+// Shape and layout (ops/reduce.h).
 
-struct ReduceShape {
-  DimVector out_sizes;  // keepdim applied
-  DimVector reduced;    // per input dim: 1 when reduced
-  ScalarType dtype;     // output dtype
-};
-
-// No dims (or an empty list) reduces every dim. Integral and bool inputs sum into int64
-// unless a dtype is given, as in PyTorch.
 ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
                          std::optional<ScalarType> dtype) {
   const int64_t ndim = self.dim();
@@ -35,12 +29,76 @@ ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntAr
     }
   }
   for (int64_t d = 0; d < ndim; ++d) {
-    if (!shape.reduced[d]) shape.out_sizes.push_back(self.sizes()[d]);
+    const int64_t size = self.sizes()[d];
+    if (!shape.reduced[d]) shape.out_sizes.push_back(size);
     else if (keepdim) shape.out_sizes.push_back(1);
+    shape.kept_sizes.push_back(shape.reduced[d] ? 1 : size);
+    if (shape.reduced[d]) shape.count *= size;
   }
   shape.dtype = dtype ? *dtype : is_integral(self.dtype(), /*include_bool=*/true) ? kInt64 : self.dtype();
   return shape;
 }
+
+namespace {
+
+// A contiguous input whose reduced dims (ignoring size 1) form one run maps onto a layout
+// directly; anything else is permuted to (kept..., reduced...) and copied once.
+std::optional<ReduceLayout> direct_layout(const Tensor& input, const ReduceShape& shape) {
+  if (!input.is_contiguous()) return std::nullopt;
+  ReduceLayout layout;
+  int phase = 0;  // 0: before the reduced run, 1: inside it, 2: after it
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    const int64_t size = input.sizes()[d];
+    if (size == 1) continue;
+    if (shape.reduced[d]) {
+      if (phase == 2) return std::nullopt;
+      phase = 1;
+      layout.reduced *= size;
+    } else if (phase == 0) {
+      layout.outer *= size;
+    } else {
+      phase = 2;
+      layout.inner *= size;
+    }
+  }
+  return layout;
+}
+
+Tensor kept_then_reduced(const Tensor& input, const ReduceShape& shape, ReduceLayout& layout) {
+  DimVector sizes, strides;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t d = 0; d < input.dim(); ++d) {
+      if (shape.reduced[d] != pass) continue;
+      sizes.push_back(input.sizes()[d]);
+      strides.push_back(input.strides()[d]);
+      (pass == 0 ? layout.outer : layout.reduced) *= input.sizes()[d];
+    }
+  }
+  return cast_to(make_view(input, sizes, strides, input.storage_offset()), input.dtype());
+}
+
+}  // namespace
+
+Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout) {
+  if (std::optional<ReduceLayout> direct = direct_layout(self, shape)) {
+    layout = *direct;
+    return self;
+  }
+  layout = ReduceLayout{};
+  return kept_then_reduced(self, shape, layout);
+}
+
+void check_nonempty_reduction(const char* op, const Tensor& self, const ReduceShape& shape) {
+  STRATA_CHECK_INDEX(shape.count > 0, "[", op, "] cannot reduce over a zero-size dimension of a tensor of shape ",
+                     self.sizes(), ": ", op, " has no identity");
+}
+
+}  // namespace detail
+
+namespace {
+using detail::ReduceLayout;
+using detail::ReduceShape;
+using detail::reduce_shape;
 
 // ---------------------------------------------------------------------------------------
 // Summation loops.
@@ -115,11 +173,6 @@ O finish_sum(A total) {
   else return detail::convert<O>(total);
 }
 
-// The input viewed as contiguous [outer, reduced, inner]; the output as [outer, inner].
-struct ReduceLayout {
-  int64_t outer = 1, reduced = 1, inner = 1;
-};
-
 template <class T, class O>
 void sum_layout(const T* x, O* y, const ReduceLayout& layout) {
   using A = sum_acc_t<T>;
@@ -147,42 +200,6 @@ void sum_layout(const T* x, O* y, const ReduceLayout& layout) {
   });
 }
 
-// A contiguous input whose reduced dims (ignoring size 1) form one run maps onto a layout
-// directly; anything else is permuted to (kept..., reduced...) and copied once.
-std::optional<ReduceLayout> direct_layout(const Tensor& input, const ReduceShape& shape) {
-  if (!input.is_contiguous()) return std::nullopt;
-  ReduceLayout layout;
-  int phase = 0;  // 0: before the reduced run, 1: inside it, 2: after it
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    const int64_t size = input.sizes()[d];
-    if (size == 1) continue;
-    if (shape.reduced[d]) {
-      if (phase == 2) return std::nullopt;
-      phase = 1;
-      layout.reduced *= size;
-    } else if (phase == 0) {
-      layout.outer *= size;
-    } else {
-      phase = 2;
-      layout.inner *= size;
-    }
-  }
-  return layout;
-}
-
-Tensor kept_then_reduced(const Tensor& input, const ReduceShape& shape, ReduceLayout& layout) {
-  DimVector sizes, strides;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int64_t d = 0; d < input.dim(); ++d) {
-      if (shape.reduced[d] != pass) continue;
-      sizes.push_back(input.sizes()[d]);
-      strides.push_back(input.strides()[d]);
-      (pass == 0 ? layout.outer : layout.reduced) *= input.sizes()[d];
-    }
-  }
-  return detail::cast_to(detail::make_view(input, sizes, strides, input.storage_offset()), input.dtype());
-}
-
 Tensor sum_compute(const Tensor& self, const ReduceShape& shape, std::optional<ScalarType> dtype) {
   Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
   if (out.numel() == 0) return out;
@@ -191,15 +208,12 @@ Tensor sum_compute(const Tensor& self, const ReduceShape& shape, std::optional<S
     std::memset(out.impl()->data(), 0, static_cast<size_t>(out.nbytes()));
     return out;
   }
-  std::optional<ReduceLayout> layout = direct_layout(input, shape);
-  if (!layout) {
-    layout.emplace();
-    input = kept_then_reduced(input, shape, *layout);
-  }
+  ReduceLayout layout;
+  input = detail::reduce_input(input, shape, layout);
   visit_dtype(input.dtype(), [&]<class T>() {
     const T* x = detail::data_of<T>(input);
-    if (out.dtype() == input.dtype()) sum_layout<T, T>(x, detail::data_of<T>(out), *layout);
-    else sum_layout<T, int64_t>(x, detail::data_of<int64_t>(out), *layout);
+    if (out.dtype() == input.dtype()) sum_layout<T, T>(x, detail::data_of<T>(out), layout);
+    else sum_layout<T, int64_t>(x, detail::data_of<int64_t>(out), layout);
   });
   return out;
 }
@@ -222,21 +236,117 @@ Tensor sum_dim_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool kee
   return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
 }
 
+// ---------------------------------------------------------------------------------------
+// mean: the sum divided by the count (NaN for an empty reduction). Like PyTorch it needs a
+// floating input or a floating dtype argument; the input is cast to that dtype first.
+
+ReduceShape mean_shape(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                       std::optional<ScalarType> dtype) {
+  const ScalarType result = dtype.value_or(self.dtype());
+  STRATA_CHECK_TYPE(is_floating_point(result), "[mean] could not infer the output dtype: ",
+                    dtype ? "the dtype argument" : "the input dtype", " must be floating point, got ", result);
+  return reduce_shape("mean", self, dims, keepdim, result);
+}
+
+Tensor mean_compute(const Tensor& self, const ReduceShape& shape) {
+  Tensor out = sum_compute(self, shape, shape.dtype);
+  const int64_t count = shape.count;
+  visit_dtype(out.dtype(), [&]<class T>() {
+    using C = compute_type_t<T>;
+    if constexpr (std::is_floating_point_v<C>)
+      detail::unary_kernel<T>(out, out, [count](C total) { return total / static_cast<C>(count); });
+  });
+  return out;
+}
+
+Tensor mean_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
+  return mean_compute(self, mean_shape(self, std::nullopt, false, dtype));
+}
+Tensor mean_meta(const Tensor& self, std::optional<ScalarType> dtype) {
+  const ReduceShape shape = mean_shape(self, std::nullopt, false, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return mean_compute(self, mean_shape(self, dim, keepdim, dtype));
+}
+Tensor mean_dim_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim,
+                     std::optional<ScalarType> dtype) {
+  const ReduceShape shape = mean_shape(self, dim, keepdim, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
+// ---------------------------------------------------------------------------------------
+// prod: dtypes as sum (integral and bool inputs multiply into int64, wrapping); the empty
+// product is 1.
+
+template <class T>
+struct ProdReducer {
+  using Acc = sum_acc_t<T>;
+  T* out;
+  Acc init() const { return Acc(1); }
+  void fold(Acc& acc, compute_type_t<T> value, int64_t) const { acc *= static_cast<Acc>(value); }
+  void store(int64_t index, const Acc& acc) const {
+    if constexpr (std::is_same_v<Acc, uint64_t>) out[index] = static_cast<T>(static_cast<int64_t>(acc));
+    else out[index] = static_cast<T>(acc);
+  }
+};
+
+Tensor prod_compute(const Tensor& self, const ReduceShape& shape) {
+  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+  if (out.numel() == 0) return out;
+  ReduceLayout layout;
+  const Tensor input = detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype),
+                                            shape, layout);
+  visit_dtype(shape.dtype, [&]<class T>() {
+    detail::fold_layout<T>(detail::data_of<T>(input), layout, ProdReducer<T>{detail::data_of<T>(out)});
+  });
+  return out;
+}
+
+IntArrayRef single_dim(const int64_t& dim) { return IntArrayRef(&dim, 1); }
+
+Tensor prod_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
+  return prod_compute(self, reduce_shape("prod", self, std::nullopt, false, dtype));
+}
+Tensor prod_meta(const Tensor& self, std::optional<ScalarType> dtype) {
+  const ReduceShape shape = reduce_shape("prod", self, std::nullopt, false, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return prod_compute(self, reduce_shape("prod", self, single_dim(dim), keepdim, dtype));
+}
+Tensor prod_dim_meta(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  const ReduceShape shape = reduce_shape("prod", self, single_dim(dim), keepdim, dtype);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
   m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  m.def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("sum", &sum_cpu);
   m.impl("sum.dim_IntList", &sum_dim_cpu);
+  m.impl("mean", &mean_cpu);
+  m.impl("mean.dim", &mean_dim_cpu);
+  m.impl("prod", &prod_cpu);
+  m.impl("prod.dim_int", &prod_dim_cpu);
 }
 
 STRATA_LIBRARY_IMPL(strata, Meta, m) {
   m.impl("sum", &sum_meta);
   m.impl("sum.dim_IntList", &sum_dim_meta);
+  m.impl("mean", &mean_meta);
+  m.impl("mean.dim", &mean_dim_meta);
+  m.impl("prod", &prod_meta);
+  m.impl("prod.dim_int", &prod_dim_meta);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -279,11 +389,112 @@ struct SumDimFunction : autograd::Function<SumDimFunction> {
   }
 };
 
+using MeanDimSignature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>);
+
+// mean: the gradient spread evenly over the reduced elements.
+struct MeanFunction : autograd::Function<MeanFunction> {
+  static constexpr std::string_view name() { return "MeanBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return mean(self, dtype);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const std::vector<int64_t>& sizes = ctx->saved_data["sizes"].to_int_list();
+    int64_t count = 1;
+    for (int64_t size : sizes) count *= size;
+    return {grads[0].expand(sizes) / count, Tensor()};
+  }
+};
+
+struct MeanDimFunction : autograd::Function<MeanDimFunction> {
+  static constexpr std::string_view name() { return "MeanBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                        std::optional<ScalarType> dtype) {
+    static const auto op = find_op("strata::mean.dim").typed<MeanDimSignature>();
+    const ReduceShape shape = reduce_shape("mean", self, dims, keepdim, dtype);
+    ctx->saved_data["sizes"] = self.sizes();
+    ctx->saved_data["kept"] = shape.kept_sizes.vec();
+    ctx->saved_data["count"] = shape.count;
+    return op.call(self, dims, keepdim, dtype);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
+    return {kept.expand(ctx->saved_data["sizes"].to_int_list()) / ctx->saved_data["count"].to_int(), Tensor(), Tensor(),
+            Tensor()};
+  }
+};
+
+// Note [prod gradient]
+// d prod / d x_i is the product of the other elements of x_i's group. Dividing the product by
+// x_i fails at zeros, so it is computed from the product of the nonzero elements P and the
+// number of zeros Z in the group: P / x_i when Z == 0; for a zero x_i, P when Z == 1; 0 in
+// every other case. Built from differentiable ops, so prod has a second derivative.
+Tensor prod_of_others(const Tensor& self, std::optional<int64_t> dim) {
+  const Tensor zero_mask = eq(self, 0);
+  const Tensor nonzero = where(zero_mask, ones({}, self.options()), self);
+  const Tensor product = dim ? prod(nonzero, *dim, /*keepdim=*/true) : prod(nonzero);
+  const Tensor zero_count = dim ? sum(zero_mask, {*dim}, /*keepdim=*/true) : sum(zero_mask);
+  const Tensor zero = zeros({}, self.options());
+  return where(zero_mask, where(eq(zero_count, 1), product, zero), where(eq(zero_count, 0), product / nonzero, zero));
+}
+
+struct ProdFunction : autograd::Function<ProdFunction> {
+  static constexpr std::string_view name() { return "ProdBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
+    ctx->save_for_backward({self});
+    return prod(self, dtype);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0] * prod_of_others(ctx->get_saved_variables()[0], std::nullopt), Tensor()};
+  }
+};
+
+struct ProdDimFunction : autograd::Function<ProdDimFunction> {
+  static constexpr std::string_view name() { return "ProdBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim, bool keepdim,
+                        std::optional<ScalarType> dtype) {
+    ctx->save_for_backward({self});
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["kept"] = reduce_shape("prod", self, single_dim(dim), keepdim, dtype).kept_sizes.vec();
+    return prod(self, dim, keepdim, dtype);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
+    const Tensor self = ctx->get_saved_variables()[0];
+    return {kept * prod_of_others(self, ctx->saved_data["dim"].to_int()), Tensor(), Tensor(), Tensor()};
+  }
+};
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("sum", autograd::kernel<SumFunction>());
   m.impl("sum.dim_IntList", autograd::kernel<SumDimFunction>());
+  m.impl("mean", autograd::kernel<MeanFunction>());
+  m.impl("mean.dim", autograd::kernel<MeanDimFunction>());
+  m.impl("prod", autograd::kernel<ProdFunction>());
+  m.impl("prod.dim_int", autograd::kernel<ProdDimFunction>());
 }
 }  // namespace
+
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) {
+  static const auto op = find_op("strata::mean").typed<Tensor(const Tensor&, std::optional<ScalarType>)>();
+  return op.call(self, dtype);
+}
+
+Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  static const auto op = find_op("strata::mean.dim").typed<MeanDimSignature>();
+  return op.call(self, dims, keepdim, dtype);
+}
+
+Tensor prod(const Tensor& self, std::optional<ScalarType> dtype) {
+  static const auto op = find_op("strata::prod").typed<Tensor(const Tensor&, std::optional<ScalarType>)>();
+  return op.call(self, dtype);
+}
+
+Tensor prod(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  static const auto op =
+      find_op("strata::prod.dim_int").typed<Tensor(const Tensor&, int64_t, bool, std::optional<ScalarType>)>();
+  return op.call(self, dim, keepdim, dtype);
+}
 
 Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) {
   static const auto op = find_op("strata::sum").typed<Tensor(const Tensor&, std::optional<ScalarType>)>();

@@ -1,10 +1,12 @@
-// Shape ops and copies: view, reshape, transpose, permute, expand (views share storage and so
-// the version counter), contiguous, clone, copy_, and _to_copy behind Tensor::to.
+// Shape ops and copies: view, reshape, flatten, transpose, permute, expand, squeeze,
+// unsqueeze, split_with_sizes / split / chunk (views share storage and so the version
+// counter), cat and stack, contiguous, clone, copy_, and _to_copy behind Tensor::to.
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 
 #include <optional>
+#include <vector>
 
 namespace strata {
 namespace {
@@ -146,6 +148,130 @@ Tensor expand_kernel(const Tensor& self, IntArrayRef size, bool implicit) {
   return detail::make_view(self, sizes, strides, self.storage_offset());
 }
 
+Tensor squeeze_kernel(const Tensor& self) {
+  DimVector sizes, strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.sizes()[d] == 1) continue;
+    sizes.push_back(self.sizes()[d]);
+    strides.push_back(self.strides()[d]);
+  }
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+// A dim whose size is not 1 is left alone, as in PyTorch.
+Tensor squeeze_dim_kernel(const Tensor& self, int64_t dim) {
+  const int64_t d = wrap_dim(dim, self.dim(), "squeeze");
+  DimVector sizes(self.sizes()), strides(self.strides());
+  if (self.dim() > 0 && sizes[d] == 1) {
+    sizes.erase(static_cast<size_t>(d));
+    strides.erase(static_cast<size_t>(d));
+  }
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
+  const int64_t d = wrap_dim(dim, self.dim() + 1, "unsqueeze");
+  DimVector sizes(self.sizes()), strides(self.strides());
+  const int64_t stride = d >= self.dim() ? 1 : sizes[d] * strides[d];
+  sizes.insert(static_cast<size_t>(d), 1);
+  strides.insert(static_cast<size_t>(d), stride);
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+// Consecutive views along `dim`, one per split size.
+tensor_list split_with_sizes_kernel(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  STRATA_CHECK_VALUE(self.dim() > 0, "[split_with_sizes] expected a tensor with at least 1 dimension, got a 0-d tensor");
+  const int64_t d = wrap_dim(dim, self.dim(), "split_with_sizes");
+  int64_t total = 0;
+  for (int64_t size : split_sizes) {
+    STRATA_CHECK_VALUE(size >= 0, "[split_with_sizes] split_sizes must be non-negative, got ", split_sizes);
+    total += size;
+  }
+  STRATA_CHECK_VALUE(total == self.sizes()[d], "[split_with_sizes] split_sizes ", split_sizes,
+                     " must sum exactly to the size of dimension ", d, " of the input of shape ", self.sizes(),
+                     " (", self.sizes()[d], "), but they sum to ", total);
+  tensor_list pieces;
+  pieces.reserve(split_sizes.size());
+  DimVector sizes(self.sizes());
+  int64_t offset = self.storage_offset();
+  for (int64_t size : split_sizes) {
+    sizes[d] = size;
+    pieces.push_back(detail::make_view(self, sizes, self.strides(), offset));
+    offset += size * self.strides()[d];
+  }
+  return pieces;
+}
+
+// ---------------------------------------------------------------------------------------
+// cat: shape function, CPU and Meta kernels.
+
+// Note [Legacy empty tensors in cat]
+// Like PyTorch, cat skips 1-d tensors of shape [0] whatever the other shapes are (they still
+// take part in type promotion), so `cat({empty({0}), x})` works for any x. Every other input
+// must have the first kept input's number of dims and match its sizes outside `dim`. When
+// every input is skipped the result has shape [0].
+bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
+
+struct CatShape {
+  DimVector sizes;
+  ScalarType dtype;
+  int64_t dim;  // wrapped
+};
+
+void check_cat_input(const Tensor& reference, const Tensor& t, size_t index, int64_t dim) {
+  STRATA_CHECK_VALUE(t.dim() == reference.dim(), "[cat] tensors must have the same number of dimensions: got ",
+                     reference.sizes(), " and ", t.sizes(), " (tensor ", index, ")");
+  for (int64_t k = 0; k < t.dim(); ++k)
+    STRATA_CHECK_VALUE(k == dim || t.sizes()[k] == reference.sizes()[k],
+                       "[cat] sizes of tensors must match except in dimension ", dim, ": expected size ",
+                       reference.sizes()[k], " but got size ", t.sizes()[k], " in dimension ", k, " for tensor ",
+                       index, " of shape ", t.sizes(), " (first kept tensor has shape ", reference.sizes(), ")");
+}
+
+CatShape cat_shape(const tensor_list& tensors, int64_t dim) {
+  STRATA_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
+  const Tensor* reference = nullptr;
+  ScalarType dtype = tensors[0].dtype();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    STRATA_CHECK_VALUE(t.dim() > 0, "[cat] zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    detail::check_same_device("cat", tensors[0], t);
+    dtype = promote_types(dtype, t.dtype());
+    if (!reference && !skipped_in_cat(t)) reference = &t;
+  }
+  if (!reference) return {DimVector{0}, dtype, 0};  // See Note [Legacy empty tensors in cat]
+  const int64_t d = wrap_dim(dim, reference->dim(), "cat");
+  DimVector sizes(reference->sizes());
+  sizes[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (skipped_in_cat(tensors[i])) continue;
+    check_cat_input(*reference, tensors[i], i, d);
+    sizes[d] += tensors[i].sizes()[d];
+  }
+  return {sizes, dtype, d};
+}
+
+Tensor cat_cpu(const tensor_list& tensors, int64_t dim) {
+  const CatShape shape = cat_shape(tensors, dim);
+  Tensor out = detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
+  if (out.numel() == 0) return out;
+  DimVector sizes = shape.sizes;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped_in_cat(t)) continue;
+    sizes[shape.dim] = t.sizes()[shape.dim];
+    if (t.numel() > 0)
+      detail::copy_kernel(detail::make_view(out, sizes, out.strides(), offset * out.strides()[shape.dim]), t);
+    offset += sizes[shape.dim];
+  }
+  return out;
+}
+
+Tensor cat_meta(const tensor_list& tensors, int64_t dim) {
+  const CatShape shape = cat_shape(tensors, dim);
+  return detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
+}
+
 // ---------------------------------------------------------------------------------------
 // Composites.
 
@@ -156,6 +282,60 @@ Tensor reshape_composite(const Tensor& self, IntArrayRef shape) {
 }
 
 Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
+
+// A 0-d tensor flattens to shape [1]; start_dim == end_dim returns self, as in PyTorch.
+Tensor flatten_composite(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+  if (self.dim() == 0) return reshape(self, {1});
+  const int64_t start = wrap_dim(start_dim, self.dim(), "flatten"), end = wrap_dim(end_dim, self.dim(), "flatten");
+  STRATA_CHECK_VALUE(start <= end, "[flatten] start_dim ", start_dim, " cannot come after end_dim ", end_dim,
+                     " for an input of shape ", self.sizes());
+  if (start == end) return self;
+  DimVector sizes;
+  for (int64_t d = 0; d < start; ++d) sizes.push_back(self.sizes()[d]);
+  int64_t merged = 1;
+  for (int64_t d = start; d <= end; ++d) merged *= self.sizes()[d];
+  sizes.push_back(merged);
+  for (int64_t d = end + 1; d < self.dim(); ++d) sizes.push_back(self.sizes()[d]);
+  return reshape(self, sizes);
+}
+
+// PyTorch's split: pieces of split_size along dim, the last one smaller when it does not divide.
+tensor_list split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+  STRATA_CHECK_VALUE(self.dim() > 0, "[split] expected a tensor with at least 1 dimension, got a 0-d tensor");
+  const int64_t d = wrap_dim(dim, self.dim(), "split");
+  const int64_t dim_size = self.sizes()[d];
+  STRATA_CHECK_VALUE(split_size >= 0, "[split] split_size must be non-negative, got split_size=", split_size);
+  STRATA_CHECK_VALUE(split_size > 0 || dim_size == 0, "[split] split_size can only be 0 if the dimension size is 0, "
+                     "but dimension ", d, " of the input of shape ", self.sizes(), " has size ", dim_size);
+  const int64_t count = split_size == 0 ? 1 : std::max<int64_t>((dim_size + split_size - 1) / split_size, 1);
+  std::vector<int64_t> sizes(static_cast<size_t>(count), split_size);
+  sizes.back() = split_size - (split_size * count - dim_size);
+  return split_with_sizes(self, sizes, d);
+}
+
+tensor_list chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
+  STRATA_CHECK_VALUE(self.dim() > 0, "[chunk] expected a tensor with at least 1 dimension, got a 0-d tensor");
+  STRATA_CHECK_VALUE(chunks > 0, "[chunk] expected `chunks` to be greater than 0, got ", chunks);
+  const int64_t d = wrap_dim(dim, self.dim(), "chunk");
+  const int64_t dim_size = self.sizes()[d];
+  const int64_t split_size = (dim_size + chunks - 1) / chunks;
+  if (split_size == 0 && dim_size == 0) return split_with_sizes(self, std::vector<int64_t>(chunks, 0), d);
+  return split(self, split_size, d);
+}
+
+// Unsqueezes every input at dim and concatenates; all inputs must have the same shape.
+Tensor stack_composite(const tensor_list& tensors, int64_t dim) {
+  STRATA_CHECK_VALUE(!tensors.empty(), "[stack] expected a non-empty list of tensors");
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  tensor_list unsqueezed;
+  unsqueezed.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    STRATA_CHECK_VALUE(tensors[i].sizes() == tensors[0].sizes(), "[stack] expected each tensor to be equal size, "
+                       "but got ", tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    unsqueezed.push_back(unsqueeze(tensors[i], d));
+  }
+  return cat(unsqueezed, d);
+}
 
 // ---------------------------------------------------------------------------------------
 // Copies.
@@ -217,6 +397,15 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
   m.def("expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)");
   m.def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)", &reshape_composite);
+  m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", &flatten_composite);
+  m.def("squeeze(Tensor(a) self) -> Tensor(a)");
+  m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");
+  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
+  m.def("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]");
+  m.def("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]", &split_composite);
+  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", &chunk_composite);
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
+  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", &stack_composite);
   m.def("contiguous(Tensor(a) self) -> Tensor(a)", &contiguous_composite);
   m.def("clone(Tensor self) -> Tensor");
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
@@ -228,16 +417,22 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
   m.impl("transpose.int", &transpose_kernel);
   m.impl("permute", &permute_kernel);
   m.impl("expand", &expand_kernel);
+  m.impl("squeeze", &squeeze_kernel);
+  m.impl("squeeze.dim", &squeeze_dim_kernel);
+  m.impl("unsqueeze", &unsqueeze_kernel);
+  m.impl("split_with_sizes", &split_with_sizes_kernel);
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("clone", &clone_cpu);
+  m.impl("cat", &cat_cpu);
   m.impl("copy_", &copy_cpu);
   m.impl("_to_copy", &to_copy_cpu);
 }
 
 STRATA_LIBRARY_IMPL(strata, Meta, m) {
   m.impl("clone", &clone_meta);
+  m.impl("cat", &cat_meta);
   m.impl("copy_", &copy_meta);
   m.impl("_to_copy", &to_copy_meta);
 }
@@ -328,7 +523,108 @@ struct ToCopyFunction : autograd::Function<ToCopyFunction> {
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor(), Tensor()}; }
 };
 
+// squeeze and unsqueeze only drop or add size-1 dims: the gradient is reshaped back.
+struct SqueezeFunction : autograd::Function<SqueezeFunction> {
+  static constexpr std::string_view name() { return "SqueezeBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return squeeze(self);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list())};
+  }
+};
+
+struct SqueezeDimFunction : autograd::Function<SqueezeDimFunction> {
+  static constexpr std::string_view name() { return "SqueezeBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return squeeze(self, dim);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+  }
+};
+
+struct UnsqueezeFunction : autograd::Function<UnsqueezeFunction> {
+  static constexpr std::string_view name() { return "UnsqueezeBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
+    ctx->saved_data["sizes"] = self.sizes();
+    return unsqueeze(self, dim);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+  }
+};
+
+// The pieces' gradients (zeros for unused pieces) concatenate back into self's.
+struct SplitWithSizesFunction : autograd::Function<SplitWithSizesFunction> {
+  static constexpr std::string_view name() { return "SplitWithSizesBackward"; }
+  static tensor_list forward(AutogradContext* ctx, const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+    tensor_list pieces = split_with_sizes(self, split_sizes, dim);
+    ctx->saved_data["dim"] = wrap_dim(dim, self.dim(), "split_with_sizes");
+    return pieces;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {cat(grads, ctx->saved_data["dim"].to_int()), Tensor(), Tensor()};
+  }
+};
+
+// Note [cat's backward node]
+// autograd::Function records edges only for Tensor arguments (see Note [Optional tensors in
+// Functions] in op_helpers.h), and cat takes a Tensor[] of any length, so cat wires
+// its own Node: one edge per listed tensor, and a backward that slices the output gradient
+// along dim. Skipped legacy empty inputs get no gradient.
+class CatBackward final : public autograd::Node {
+ public:
+  std::string name() const override { return "CatBackward"; }
+  tensor_list apply(tensor_list&& grads) override {
+    check_not_released();
+    const Tensor grad = grads[0].defined() ? grads[0] : output_metadata(0).zeros();
+    tensor_list results(inputs.size());
+    int64_t offset = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (lengths[i] < 0) continue;
+      if (next_edges_[i].valid()) results[i] = narrow(grad, dim, offset, lengths[i]);
+      offset += lengths[i];
+    }
+    return autograd::detail::validate_gradients(name(), std::move(results), inputs, next_edges_);
+  }
+
+  autograd::detail::ForwardInputs inputs;
+  std::vector<int64_t> lengths;  // per input along dim; -1 for skipped inputs
+  int64_t dim = 0;
+};
+
+Tensor cat_autograd(const tensor_list& tensors, int64_t dim) {
+  static const auto op = find_op("strata::cat").typed<Tensor(const tensor_list&, int64_t)>();
+  const bool record = is_grad_enabled() && std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) {
+                        return autograd::detail::requires_grad(t);
+                      });
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = op.call(tensors, dim);
+  }
+  if (!record) return out;
+  auto node = std::make_shared<CatBackward>();
+  const CatShape shape = cat_shape(tensors, dim);
+  node->dim = shape.dim;
+  for (const Tensor& t : tensors) {
+    autograd::detail::collect_input(node->inputs, node->mutable_next_edges(), t);
+    node->lengths.push_back(skipped_in_cat(t) ? -1 : t.sizes()[shape.dim]);
+  }
+  node->add_output_metadata(out);
+  autograd::detail::set_history(out, node, 0);
+  return out;
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("squeeze", autograd::kernel<SqueezeFunction>());
+  m.impl("squeeze.dim", autograd::kernel<SqueezeDimFunction>());
+  m.impl("unsqueeze", autograd::kernel<UnsqueezeFunction>());
+  m.impl("split_with_sizes", autograd::kernel<SplitWithSizesFunction>());
+  m.impl("cat", &cat_autograd);
   m.impl("view", autograd::kernel<ViewFunction>());
   m.impl("transpose.int", autograd::kernel<TransposeFunction>());
   m.impl("permute", autograd::kernel<PermuteFunction>());
@@ -362,6 +658,43 @@ Tensor expand(const Tensor& self, IntArrayRef sizes) {
   static const auto op = find_op("strata::expand").typed<Tensor(const Tensor&, IntArrayRef, bool)>();
   return op.call(self, sizes, false);
 }
+Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+  static const auto op = find_op("strata::flatten.using_ints").typed<Tensor(const Tensor&, int64_t, int64_t)>();
+  return op.call(self, start_dim, end_dim);
+}
+Tensor squeeze(const Tensor& self) {
+  static const auto op = find_op("strata::squeeze").typed<Tensor(const Tensor&)>();
+  return op.call(self);
+}
+Tensor squeeze(const Tensor& self, int64_t dim) {
+  static const auto op = find_op("strata::squeeze.dim").typed<Tensor(const Tensor&, int64_t)>();
+  return op.call(self, dim);
+}
+Tensor unsqueeze(const Tensor& self, int64_t dim) {
+  static const auto op = find_op("strata::unsqueeze").typed<Tensor(const Tensor&, int64_t)>();
+  return op.call(self, dim);
+}
+tensor_list split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  static const auto op = find_op("strata::split_with_sizes").typed<tensor_list(const Tensor&, IntArrayRef, int64_t)>();
+  return op.call(self, split_sizes, dim);
+}
+tensor_list split(const Tensor& self, int64_t split_size, int64_t dim) {
+  static const auto op = find_op("strata::split.Tensor").typed<tensor_list(const Tensor&, int64_t, int64_t)>();
+  return op.call(self, split_size, dim);
+}
+tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim) {
+  static const auto op = find_op("strata::chunk").typed<tensor_list(const Tensor&, int64_t, int64_t)>();
+  return op.call(self, chunks, dim);
+}
+Tensor cat(const tensor_list& tensors, int64_t dim) {
+  static const auto op = find_op("strata::cat").typed<Tensor(const tensor_list&, int64_t)>();
+  return op.call(tensors, dim);
+}
+Tensor stack(const tensor_list& tensors, int64_t dim) {
+  static const auto op = find_op("strata::stack").typed<Tensor(const tensor_list&, int64_t)>();
+  return op.call(tensors, dim);
+}
+
 // Like Tensor::contiguous in PyTorch: a contiguous tensor returns itself without dispatching.
 Tensor contiguous(const Tensor& self) {
   if (self.is_contiguous()) return self;

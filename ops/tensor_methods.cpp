@@ -19,6 +19,39 @@ Tensor Tensor::reshape(IntArrayRef sizes) const { return strata::reshape(*this, 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return strata::transpose(*this, dim0, dim1); }
 Tensor Tensor::permute(IntArrayRef dims) const { return strata::permute(*this, dims); }
 Tensor Tensor::expand(IntArrayRef sizes) const { return strata::expand(*this, sizes); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return strata::flatten(*this, start_dim, end_dim); }
+Tensor Tensor::squeeze() const { return strata::squeeze(*this); }
+Tensor Tensor::squeeze(int64_t dim) const { return strata::squeeze(*this, dim); }
+Tensor Tensor::unsqueeze(int64_t dim) const { return strata::unsqueeze(*this, dim); }
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+  return strata::slice(*this, dim, start, end, step);
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const { return strata::select(*this, dim, index); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return strata::narrow(*this, dim, start, length);
+}
+tensor_list Tensor::split(int64_t split_size, int64_t dim) const { return strata::split(*this, split_size, dim); }
+tensor_list Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t dim) const {
+  return strata::split_with_sizes(*this, split_sizes, dim);
+}
+tensor_list Tensor::chunk(int64_t chunks, int64_t dim) const { return strata::chunk(*this, chunks, dim); }
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return strata::index_select(*this, dim, index); }
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {
+  return strata::index_add(*this, dim, index, source, alpha);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index, bool sparse_grad) const {
+  return strata::gather(*this, dim, index, sparse_grad);
+}
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return strata::scatter_add(*this, dim, index, src);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const { return strata::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return strata::masked_fill(*this, mask, value); }
+Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> dtype) const { return strata::softmax(*this, dim, dtype); }
+Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> dtype) const {
+  return strata::log_softmax(*this, dim, dtype);
+}
 
 Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const { return strata::add(*this, other, alpha); }
 Tensor Tensor::add(const Scalar& other, const Scalar& alpha) const { return strata::add(*this, other, alpha); }
@@ -37,11 +70,76 @@ const Tensor& Tensor::mul_(const Scalar& other) const { return strata::mul_(*thi
 const Tensor& Tensor::div_(const Tensor& other) const { return strata::div_(*this, other); }
 const Tensor& Tensor::div_(const Scalar& other) const { return strata::div_(*this, other); }
 
+Tensor Tensor::neg() const { return strata::neg(*this); }
+Tensor Tensor::abs() const { return strata::abs(*this); }
+Tensor Tensor::sign() const { return strata::sign(*this); }
+Tensor Tensor::exp() const { return strata::exp(*this); }
+Tensor Tensor::log() const { return strata::log(*this); }
+Tensor Tensor::sqrt() const { return strata::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return strata::rsqrt(*this); }
+Tensor Tensor::sin() const { return strata::sin(*this); }
+Tensor Tensor::cos() const { return strata::cos(*this); }
+Tensor Tensor::tanh() const { return strata::tanh(*this); }
+Tensor Tensor::sigmoid() const { return strata::sigmoid(*this); }
+Tensor Tensor::relu() const { return strata::relu(*this); }
+Tensor Tensor::clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max) const {
+  return strata::clamp(*this, min, max);
+}
+Tensor Tensor::pow(const Tensor& exponent) const { return strata::pow(*this, exponent); }
+Tensor Tensor::pow(const Scalar& exponent) const { return strata::pow(*this, exponent); }
+Tensor Tensor::maximum(const Tensor& other) const { return strata::maximum(*this, other); }
+Tensor Tensor::minimum(const Tensor& other) const { return strata::minimum(*this, other); }
+Tensor Tensor::where(const Tensor& condition, const Tensor& other) const { return strata::where(condition, *this, other); }
+Tensor Tensor::eq(const Tensor& other) const { return strata::eq(*this, other); }
+Tensor Tensor::eq(const Scalar& other) const { return strata::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return strata::ne(*this, other); }
+Tensor Tensor::ne(const Scalar& other) const { return strata::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return strata::lt(*this, other); }
+Tensor Tensor::lt(const Scalar& other) const { return strata::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return strata::le(*this, other); }
+Tensor Tensor::le(const Scalar& other) const { return strata::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return strata::gt(*this, other); }
+Tensor Tensor::gt(const Scalar& other) const { return strata::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return strata::ge(*this, other); }
+Tensor Tensor::ge(const Scalar& other) const { return strata::ge(*this, other); }
+Tensor Tensor::logical_not() const { return strata::logical_not(*this); }
+const Tensor& Tensor::relu_() const { return strata::relu_(*this); }
+const Tensor& Tensor::clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max) const {
+  return strata::clamp_(*this, min, max);
+}
+const Tensor& Tensor::zero_() const { return strata::zero_(*this); }
+const Tensor& Tensor::fill_(const Scalar& value) const { return strata::fill_(*this, value); }
+
 Tensor Tensor::sum(std::optional<ScalarType> dtype) const { return strata::sum(*this, dtype); }
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
   return strata::sum(*this, dims, keepdim, dtype);
 }
 Tensor Tensor::matmul(const Tensor& other) const { return strata::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& mat2) const { return strata::mm(*this, mat2); }
+Tensor Tensor::bmm(const Tensor& mat2) const { return strata::bmm(*this, mat2); }
+Tensor Tensor::t() const { return strata::t(*this); }
+Tensor Tensor::mean(std::optional<ScalarType> dtype) const { return strata::mean(*this, dtype); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
+  return strata::mean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::prod(std::optional<ScalarType> dtype) const { return strata::prod(*this, dtype); }
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) const {
+  return strata::prod(*this, dim, keepdim, dtype);
+}
+Tensor Tensor::max() const { return strata::max(*this); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return strata::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return strata::min(*this); }
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return strata::min(*this, dim, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return strata::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return strata::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const {
+  return strata::var(*this, dims, unbiased, keepdim);
+}
+Tensor Tensor::std(IntArrayRef dims, bool unbiased, bool keepdim) const {
+  return strata::std(*this, dims, unbiased, keepdim);
+}
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return strata::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::norm(const Scalar& p) const { return strata::norm(*this, p); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
@@ -67,12 +165,7 @@ Tensor scalar_as_tensor(const Scalar& value, const Tensor& like) {
 Tensor operator-(const Scalar& a, const Tensor& b) { return sub(scalar_as_tensor(a, b), b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(scalar_as_tensor(a, b), b); }
 
-// Negation is multiplication by -1, exact in every dtype; bool tensors are refused like
-// PyTorch's neg.
-Tensor operator-(const Tensor& a) {
-  STRATA_CHECK_TYPE(a.dtype() != kBool, "[neg] negation, the `-` operator, on a bool tensor is not supported; "
-                                        "use logical_not() instead");
-  return mul(a, -1);
-}
+// Negation is the neg op (bool tensors are refused like PyTorch's neg).
+Tensor operator-(const Tensor& a) { return neg(a); }
 
 }  // namespace strata

@@ -150,3 +150,60 @@ TEST_CASE("creation: requires_grad in the options makes a leaf that requires gra
   CHECK(arange(0.0, 3.0, 1.0, requires_grad()).requires_grad());
   expect_error<TypeError>([] { (void)zeros({2}, TensorOptions(kInt64).requires_grad(true)); }, "[requires_grad_]");
 }
+
+TEST_CASE("linspace: inclusive endpoints, dtypes and edge counts") {
+  check_values(linspace(0, 1, 5), {5}, kFloat32, {0, 0.25, 0.5, 0.75, 1});
+  check_values(linspace(-1.0, 1.0, 3, kFloat64), {3}, kFloat64, {-1, 0, 1});
+  check_values(linspace(10, 0, 3), {3}, kFloat32, {10, 5, 0});
+  check_values(linspace(0, 10, 4, kInt64), {4}, kInt64, {0, 3, 6, 10});  // truncated, end exact
+  check_values(linspace(0, 1, 3, kFloat16), {3}, kFloat16, {0, 0.5, 1});
+  check_values(linspace(2, 7, 1), {1}, kFloat32, {2});
+  check_values(linspace(2, 7, 0), {0}, kFloat32, {});
+  Tensor fine = linspace(0.1, 0.9, 9, kFloat64);
+  CHECK(values_of(fine).back() == 0.9);  // the end is exact, not 0.1 + 8 * step
+  check_meta_matches(linspace(0, 1, 4, kMeta), linspace(0, 1, 4));
+  expect_error<ValueError>([] { (void)linspace(0, 1, -1); }, "[linspace] number of steps must be non-negative, got -1");
+  expect_error<TypeError>([] { (void)linspace(0, 1, 2, kBool); }, "[linspace] dtype Bool is not supported");
+}
+
+TEST_CASE("eye: identity matrices in every dtype") {
+  check_values(eye(3), {3, 3}, kFloat32, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  check_values(eye(2, 3), {2, 3}, kFloat32, {1, 0, 0, 0, 1, 0});
+  check_values(eye(3, 2, kInt64), {3, 2}, kInt64, {1, 0, 0, 1, 0, 0});
+  check_values(eye(2, kBool), {2, 2}, kBool, {1, 0, 0, 1});
+  check_values(eye(2, kBFloat16), {2, 2}, kBFloat16, {1, 0, 0, 1});
+  check_values(eye(0), {0, 0}, kFloat32, {});
+  check_values(eye(2, 0), {2, 0}, kFloat32, {});
+  check_meta_matches(eye(4, TensorOptions(kFloat64).device(kMeta)), eye(4, kFloat64));
+  check_meta_matches(eye(2, 5, kMeta), eye(2, 5));
+  CHECK(eye(2, TensorOptions(kFloat64).requires_grad(true)).requires_grad());
+  expect_error<ValueError>([] { (void)eye(-1); }, "[eye] n and m must be non-negative, got n=-1 and m=-1");
+  expect_error<ValueError>([] { (void)eye(2, -3); }, "[eye] n and m must be non-negative");
+}
+
+TEST_CASE("randint: integers in [low, high), reproducible under manual_seed") {
+  manual_seed(7);
+  Tensor a = randint(10, {1000});
+  CHECK(a.dtype() == kInt64);
+  CHECK(a.sizes() == IntArrayRef{1000});
+  std::vector<int> counts(10, 0);
+  for (double v : values_of(a)) {
+    REQUIRE((v >= 0 && v < 10 && v == std::floor(v)));
+    ++counts[static_cast<size_t>(v)];
+  }
+  for (int count : counts) CHECK(count > 50);  // every value appears (expected 100 each)
+  manual_seed(7);
+  CHECK(values_of(randint(10, {1000})) == values_of(a));
+  CHECK(values_of(randint(10, {1000})) != values_of(a));
+  for (double v : values_of(randint(-3, 3, {200}, kInt32))) CHECK((v >= -3 && v < 3));
+  check_values(randint(5, 6, {3}, kFloat64), {3}, kFloat64, {5, 5, 5});
+  check_values(randint(5, 6, {2}, kUInt8), {2}, kUInt8, {5, 5});
+  check_values(randint(1, {0}), {0}, kInt64, {});
+  const int64_t big = int64_t{1} << 62;
+  for (double v : values_of(randint(-big, big, {100}))) CHECK((v >= -static_cast<double>(big) && v <= big));
+  check_meta_matches(randint(3, {2, 2}, kMeta), randint(3, {2, 2}));
+  check_meta_matches(randint(0, 3, {4}, TensorOptions(kInt32).device(kMeta)), randint(0, 3, {4}, kInt32));
+  expect_error<ValueError>([] { (void)randint(5, 5, {2}); }, "[randint] low must be less than high, got low=5 and high=5");
+  expect_error<ValueError>([] { (void)randint(0, 300, {2}, kUInt8); }, "[randint] value 299 cannot be converted");
+  expect_error<ValueError>([] { (void)randint(3, {-1}); }, "[randint]");
+}

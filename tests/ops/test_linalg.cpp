@@ -1,10 +1,14 @@
-// Tests for ops/linalg.cpp: matmul in all its torch.matmul forms.
+// Tests for ops/linalg.cpp: matmul in all its torch.matmul forms, mm, bmm, t and linear.
 #include "op_test_util.h"
+
+#include <functional>
 
 using namespace strata;
 using strata::testing::check_meta_matches;
 using strata::testing::check_values;
 using strata::testing::expect_error;
+using strata::testing::check_gradcheck;
+using strata::testing::grad_input;
 using strata::testing::values_of;
 
 namespace {
@@ -131,4 +135,125 @@ TEST_CASE("matmul: errors") {
   expect_error<TypeError>([] { (void)matmul(ones({2, 2}, kBool), ones({2, 2}, kBool)); }, "[matmul] Bool");
   expect_error<ValueError>([] { (void)matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); }, "[matmul] shapes [2] and [3]");
   expect_error<ValueError>([] { (void)matmul(zeros({2, 3}, kMeta), zeros({4, 5}, kMeta)); }, "[matmul] shapes [2, 3]");
+}
+
+// ---------------------------------------------------------------------------------------
+// mm, bmm, t and linear.
+
+TEST_CASE("mm and bmm: values, layouts and Meta") {
+  Tensor a = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = tensor(std::vector<float>{7, 8, 9, 10, 11, 12}, {3, 2});
+  check_values(mm(a, b), {2, 2}, kFloat32, {58, 64, 139, 154});
+  check_values(a.mm(b), {2, 2}, kFloat32, {58, 64, 139, 154});
+  check_values(mm(b.t(), a.t()), {2, 2}, kFloat32, {58, 139, 64, 154});
+  check_values(mm(zeros({2, 0}), zeros({0, 3})), {2, 3}, kFloat32, {0, 0, 0, 0, 0, 0});
+  check_values(mm(tensor(std::vector<int64_t>{1, 2}, {1, 2}), tensor(std::vector<int64_t>{3, 4}, {2, 1})), {1, 1},
+               kInt64, {11});
+  Tensor x = arange(12, kFloat64).view({2, 2, 3});
+  Tensor y = arange(12, kFloat64).view({2, 3, 2});
+  check_against_reference(x, y, {2, 2, 2});
+  check_values(bmm(x, y), {2, 2, 2}, kFloat64, reference_matmul(x, y, {2, 2, 2}));
+  check_values(x.bmm(y.transpose(1, 2).contiguous().transpose(1, 2)), {2, 2, 2}, kFloat64,
+               reference_matmul(x, y, {2, 2, 2}));
+  check_values(bmm(zeros({0, 2, 3}), zeros({0, 3, 4})), {0, 2, 4}, kFloat32, {});
+  check_meta_matches(mm(a.to(kMeta), b.to(kMeta)), mm(a, b));
+  check_meta_matches(bmm(x.to(kMeta), y.to(kMeta)), bmm(x, y));
+}
+
+TEST_CASE("mm and bmm: errors") {
+  expect_error<ValueError>([] { (void)mm(zeros({2, 3}), zeros({3})); },
+                           "[mm] expected two matrices (2-d tensors), got shapes [2, 3] and [3]");
+  expect_error<ValueError>([] { (void)mm(zeros({2, 3}), zeros({4, 5})); },
+                           "[mm] shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)");
+  expect_error<TypeError>([] { (void)mm(zeros({2, 2}), zeros({2, 2}, kFloat64)); }, "[mm] expected both inputs");
+  expect_error<ValueError>([] { (void)bmm(zeros({2, 3}), zeros({2, 3, 4})); }, "[bmm] expected two batches");
+  expect_error<ValueError>([] { (void)bmm(zeros({2, 2, 3}), zeros({3, 3, 4})); },
+                           "[bmm] batch sizes differ: shapes [2, 2, 3] and [3, 3, 4]");
+  expect_error<ValueError>([] { (void)bmm(zeros({2, 2, 3}, kMeta), zeros({2, 4, 4}, kMeta)); },
+                           "[bmm] shapes [2, 2, 3] and [2, 4, 4] cannot be multiplied");
+}
+
+TEST_CASE("mm and bmm: gradients") {
+  check_gradcheck([](const tensor_list& t) { return tensor_list{mm(t[0], t[1])}; },
+                   {grad_input({2, 3}, 1, true), grad_input({3, 4}, 2)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{bmm(t[0], t[1])}; },
+                   {grad_input({2, 2, 3}, 3), grad_input({2, 3, 2}, 4, true)});
+  check_gradcheck(
+      [](const tensor_list& t) {
+        Tensor y = mm(t[0], t[1]);
+        return autograd::grad({y}, t, {ones_like(y)}, true, true);
+      },
+      {grad_input({2, 3}, 5), grad_input({3, 2}, 6)});
+}
+
+TEST_CASE("t: transposes matrices as views; 0-d and 1-d come back as themselves") {
+  Tensor m = arange(6, kFloat32).view({2, 3});
+  Tensor mt = t(m);
+  check_values(mt, {3, 2}, kFloat32, {0, 3, 1, 4, 2, 5});
+  CHECK(mt.data_ptr() == m.data_ptr());  // a view
+  check_values(m.t().t(), {2, 3}, kFloat32, {0, 1, 2, 3, 4, 5});
+  Tensor v = arange(3, kFloat32);
+  check_values(t(v), {3}, kFloat32, {0, 1, 2});
+  CHECK(t(v).data_ptr() == v.data_ptr());
+  check_values(t(full({}, 2.0)), {}, kFloat32, {2});
+  check_meta_matches(t(m.to(kMeta)), t(m));
+  expect_error<ValueError>([] { (void)t(zeros({2, 3, 4})); }, "[t] expects a tensor with at most 2 dimensions",
+                           {"[2, 3, 4]"});
+  check_gradcheck([](const tensor_list& x) { return tensor_list{t(x[0]) * 2.0}; }, {grad_input({2, 3}, 7)});
+}
+
+TEST_CASE("linear: x @ w^T + b for any leading dims") {
+  Tensor x = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor w = tensor(std::vector<float>{1, 0, 0, 0, 1, 1}, {2, 3});  // [out=2, in=3]
+  Tensor b = tensor({10.0f, 20.0f});
+  check_values(linear(x, w, b), {2, 2}, kFloat32, {11, 25, 14, 31});
+  check_values(linear(x, w), {2, 2}, kFloat32, {1, 5, 4, 11});
+  check_values(linear(x, w, {}), {2, 2}, kFloat32, {1, 5, 4, 11});
+  check_values(linear(tensor({1.0f, 2.0f, 3.0f}), w, b), {2}, kFloat32, {11, 25});
+  check_values(linear(x.view({1, 2, 3}), w, full({}, 1.0f)), {1, 2, 2}, kFloat32, {2, 6, 5, 12});
+  check_values(linear(x.t().contiguous().t(), w.t().contiguous().t(), b), {2, 2}, kFloat32, {11, 25, 14, 31});
+  Tensor batch = arange(24, kFloat64).view({2, 3, 4}).transpose(0, 1);  // [3, 2, 4], non-contiguous
+  Tensor weight = arange(20, kFloat64).view({5, 4}).div(10.0);
+  Tensor expected = matmul(batch, weight.t()) + arange(5, kFloat64);
+  CHECK(allclose(linear(batch, weight, arange(5, kFloat64)), expected));
+  check_values(linear(tensor(std::vector<int64_t>{1, 2}, {1, 2}), tensor(std::vector<int64_t>{3, 4}, {1, 2}),
+                      tensor({5})),
+               {1, 1}, kInt64, {16});
+  check_values(linear(zeros({0, 3}), w, b), {0, 2}, kFloat32, {});
+  check_values(linear(zeros({2, 0}), zeros({2, 0}), b), {2, 2}, kFloat32, {10, 20, 10, 20});
+  check_meta_matches(linear(x.to(kMeta), w.to(kMeta), b.to(kMeta)), linear(x, w, b));
+  check_meta_matches(linear(x.to(kMeta).view({1, 2, 3}), w.to(kMeta)), linear(x.view({1, 2, 3}), w));
+}
+
+TEST_CASE("linear: errors") {
+  expect_error<ValueError>([] { (void)linear(zeros({2, 3}), zeros({4, 5})); },
+                           "[linear] input shape [2, 3] and weight shape [4, 5] cannot be multiplied");
+  expect_error<ValueError>([] { (void)linear(zeros({2, 3}), zeros({3})); }, "[linear] weight must be 2-d");
+  expect_error<ValueError>([] { (void)linear(zeros({2, 3}), zeros({4, 3}), zeros({3})); },
+                           "[linear] bias must have shape [out_features] = [4], got [3]");
+  expect_error<TypeError>([] { (void)linear(zeros({2, 3}), zeros({4, 3}, kFloat64)); },
+                          "[linear] expected both inputs to have the same dtype, got Float32 and Float64");
+  expect_error<Error>([] { (void)linear(zeros({2, 3}), zeros({4, 3}), zeros({4}, kMeta)); },
+                      "[linear] expected all tensors on the same device");
+}
+
+TEST_CASE("linear: gradients for input, weight and bias, first and second order") {
+  auto with_bias = [](const tensor_list& t) { return tensor_list{linear(t[0], t[1], t[2])}; };
+  check_gradcheck(with_bias, {grad_input({3, 4}, 8, true), grad_input({2, 4}, 9), grad_input({2}, 10)});
+  check_gradcheck(with_bias, {grad_input({2, 3, 4}, 11), grad_input({2, 4}, 12, true), grad_input({}, 13)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{linear(t[0], t[1])}; },
+                   {grad_input({3}, 14), grad_input({2, 3}, 15)});
+  check_gradcheck(
+      [](const tensor_list& t) {
+        Tensor y = linear(t[0], t[1], t[2]);
+        return autograd::grad({y}, t, {ones_like(y)}, true, true, true);
+      },
+      {grad_input({3, 2}, 16), grad_input({2, 2}, 17), grad_input({2}, 18)});
+  Tensor x = ones({4, 3}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor w = ones({2, 3}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor b = zeros({2}, TensorOptions(kFloat64).requires_grad(true));
+  linear(x, w, b).sum().backward();
+  check_values(b.grad(), {2}, kFloat64, {4, 4});
+  check_values(w.grad(), {2, 3}, kFloat64, {4, 4, 4, 4, 4, 4});
+  check_values(x.grad(), {4, 3}, kFloat64, std::vector<double>(12, 2.0));
 }

@@ -91,6 +91,25 @@ TEST_CASE("add: large tensors take the parallel paths") {
   CHECK(data[401] == 2 * (300 + 1));  // element [1, 1] is grid[1, 1] * 2
 }
 
+TEST_CASE("add: a short row broadcast over many rows (Note [Short broadcast rows])") {
+  const int64_t rows = kDefaultGrainSize + 5;  // large enough for the parallel chunks
+  Tensor a = arange(rows * 3, kInt64).view({rows, 3});
+  Tensor row = tensor({10, 20, 30});
+  const std::vector<double> sum_values = values_of(a + row), swapped = values_of(row - a);
+  for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, rows * 3 - 1, rows * 3 / 2 + 1}) {
+    INFO("element ", i);
+    CHECK(sum_values[i] == static_cast<double>(i + 10 * (i % 3 + 1)));
+    CHECK(swapped[i] == static_cast<double>(10 * (i % 3 + 1) - i));
+  }
+  Tensor batched = arange(2 * 5 * 3, kFloat64).view({2, 5, 3});  // leading dims merge into the rows
+  const std::vector<double> differences = values_of(sub(batched, tensor({1.0, 2.0, 3.0}, kFloat64)));
+  CHECK(differences[4] == 4.0 - 2.0);
+  CHECK(differences[29] == 29.0 - 3.0);
+  check_values(tensor(std::vector<float>{1, 2, 3, 4}, {2, 2}) + tensor({0.5f, 0.25f}), {2, 2}, kFloat32,
+               {1.5, 2.25, 3.5, 4.25});
+  check_values(tensor({1.0f}).expand({2}) + ones({3, 2}), {3, 2}, kFloat32, {2, 2, 2, 2, 2, 2});
+}
+
 TEST_CASE("add: zero-size and zero-dim tensors") {
   Tensor empty_rows = zeros({0, 3});
   check_values(empty_rows + tensor({1.0f, 2.0f, 3.0f}), {0, 3}, kFloat32, {});

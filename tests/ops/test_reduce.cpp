@@ -1,10 +1,14 @@
-// Tests for ops/reduce.cpp: sum over all dims and over lists of dims.
+// Tests for ops/reduce.cpp: sum, mean and prod over all dims and over lists of dims.
 #include "op_test_util.h"
+
+#include <functional>
 
 using namespace strata;
 using strata::testing::check_meta_matches;
 using strata::testing::check_values;
 using strata::testing::expect_error;
+using strata::testing::check_gradcheck;
+using strata::testing::uniform_input;
 
 TEST_CASE("sum: all elements, with the PyTorch output dtypes") {
   Tensor a = tensor(std::vector<float>{1, 2, 3, 4}, {2, 2});
@@ -90,4 +94,77 @@ TEST_CASE("sum_to: reduces broadcast dims back to a shape") {
   check_meta_matches(sum_to(ones({2, 3}, kMeta), {3}), sum_to(ones({2, 3}), {3}));
   expect_error<ValueError>([&] { (void)sum_to(g, {5}); }, "[sum_to] shape [5] is not broadcastable to [2, 3, 4]");
   expect_error<ValueError>([] { (void)sum_to(ones({3}), {2, 3}); }, "[sum_to] shape [2, 3] has more dims");
+}
+
+// ---------------------------------------------------------------------------------------
+// mean and prod.
+
+TEST_CASE("mean: all elements and dims, dtypes and layouts") {
+  Tensor a = arange(6, kFloat32).view({2, 3});  // [[0, 1, 2], [3, 4, 5]]
+  check_values(mean(a), {}, kFloat32, {2.5});
+  check_values(a.mean({0}), {3}, kFloat32, {1.5, 2.5, 3.5});
+  check_values(mean(a, {1}, true), {2, 1}, kFloat32, {1, 4});
+  check_values(mean(a, {-1, 0}), {}, kFloat32, {2.5});
+  check_values(mean(a.transpose(0, 1), {1}), {3}, kFloat32, {1.5, 2.5, 3.5});
+  check_values(mean(tensor({1, 2}), kFloat64), {}, kFloat64, {1.5});  // integral input with a dtype
+  check_values(mean(tensor({1.0f, 2.0f}, kFloat16)), {}, kFloat16, {1.5});
+  check_values(mean(zeros({0})), {}, kFloat32, {NAN});
+  check_values(mean(zeros({0, 2}), {0}), {2}, kFloat32, {NAN, NAN});
+  check_values(mean(full({}, 3.0)), {}, kFloat32, {3});
+  check_meta_matches(mean(a.to(kMeta), {1}, true), mean(a, {1}, true));
+  check_meta_matches(mean(tensor({1, 2}).to(kMeta), kFloat64), mean(tensor({1, 2}), kFloat64));
+  expect_error<TypeError>([] { (void)mean(tensor({1, 2})); },
+                          "[mean] could not infer the output dtype: the input dtype must be floating point, got Int64");
+  expect_error<TypeError>([] { (void)mean(tensor({1.0f}), kInt32); }, "[mean] could not infer the output dtype");
+  expect_error<IndexError>([] { (void)mean(zeros({2}), {1}); }, "[mean]");
+}
+
+TEST_CASE("mean: gradients") {
+  check_gradcheck([](const tensor_list& t) { return tensor_list{mean(t[0])}; }, {uniform_input({3, 2}, 1, -1, 1, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{mean(t[0], {0}, true)}; },
+                   {uniform_input({3, 4}, 2, -1, 1, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{mean(t[0], {0, 2})}; }, {uniform_input({2, 3, 2}, 3, -1, 1)});
+  Tensor x = ones({2, 2}, TensorOptions(kFloat64).requires_grad(true));
+  mean(x, {1}).sum().backward();
+  check_values(x.grad(), {2, 2}, kFloat64, {0.5, 0.5, 0.5, 0.5});
+}
+
+TEST_CASE("prod: all elements and one dim, dtypes, zeros and layouts") {
+  Tensor a = tensor(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  check_values(prod(a), {}, kFloat32, {24});
+  check_values(a.prod(1), {2}, kFloat32, {2, 12});
+  check_values(prod(a, 0, true), {1, 2}, kFloat32, {3, 8});
+  check_values(prod(a.transpose(0, 1), -1), {2}, kFloat32, {3, 8});
+  check_values(prod(tensor({2, 3}, kInt32)), {}, kInt64, {6});
+  check_values(prod(tensor({true, false})), {}, kInt64, {0});
+  check_values(prod(tensor({2, 3}, kInt32), kFloat64), {}, kFloat64, {6});
+  check_values(prod(tensor({1ll << 62, 4ll})), {}, kInt64, {0});  // wraps like int64 arithmetic
+  check_values(prod(zeros({0})), {}, kFloat32, {1});
+  check_values(prod(zeros({2, 0}), 1), {2}, kFloat32, {1, 1});
+  check_values(prod(full({}, 5.0)), {}, kFloat32, {5});
+  check_values(prod(full({}, 5.0), 0), {}, kFloat32, {5});
+  check_values(prod(tensor({0.5f, 4.0f}, kBFloat16)), {}, kBFloat16, {2});
+  check_meta_matches(prod(a.to(kMeta), 1, true), prod(a, 1, true));
+  check_meta_matches(prod(tensor({1, 2}, kInt32).to(kMeta)), prod(tensor({1, 2}, kInt32)));
+  expect_error<IndexError>([] { (void)prod(zeros({2, 2}), 2); }, "[prod]");
+}
+
+TEST_CASE("prod: gradients, with and without zeros") {
+  check_gradcheck([](const tensor_list& t) { return tensor_list{prod(t[0])}; }, {uniform_input({3, 2}, 4, 0.5, 1.5, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{prod(t[0], 1)}; }, {uniform_input({2, 3}, 5, -1.5, 1.5)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{prod(t[0], 0, true)}; },
+                   {uniform_input({3, 2}, 6, -1.5, 1.5, true)});
+  for (const std::vector<double>& values : {std::vector<double>{2, 0, 3, 4}, std::vector<double>{0, 5, 0, 2}}) {
+    Tensor x = tensor(values, {4}, kFloat64).requires_grad_();
+    check_gradcheck([](const tensor_list& t) { return tensor_list{prod(t[0])}; }, {x});
+    check_gradcheck([](const tensor_list& t) { return tensor_list{prod(t[0].view({2, 2}), 1)}; }, {x});
+  }
+  Tensor x = tensor({2.0, 0.0, 3.0}, kFloat64).requires_grad_();
+  prod(x).backward();
+  check_values(x.grad(), {3}, kFloat64, {0, 6, 0});
+  auto first = [](const tensor_list& t) {
+    Tensor y = prod(t[0], 1);
+    return autograd::grad({y}, t, {ones_like(y)}, true, true);
+  };
+  check_gradcheck(first, {uniform_input({2, 3}, 7, 0.5, 1.5)});
 }

@@ -1,11 +1,14 @@
-// Tests for ops/shape.cpp: views (view, reshape, transpose, permute, expand), contiguous,
-// clone, copy_, to, and Tensor::detach.
+// Tests for ops/shape.cpp: views (view, reshape, flatten, transpose, permute, expand, squeeze,
+// unsqueeze, split_with_sizes, split, chunk), cat, stack, contiguous, clone, copy_, to, and
+// Tensor::detach.
 #include "op_test_util.h"
 
 using namespace strata;
+using strata::testing::check_gradcheck;
 using strata::testing::check_meta_matches;
 using strata::testing::check_values;
 using strata::testing::expect_error;
+using strata::testing::grad_input;
 using strata::testing::values_of;
 
 TEST_CASE("view: new sizes over the same storage, -1 inferred") {
@@ -187,4 +190,154 @@ TEST_CASE("contiguous: transposed batches are copied in tiles") {
   CHECK(all_match);
   Tensor sums = source.transpose(1, 2) + source.transpose(1, 2);
   CHECK(sums.data_ptr<int64_t>()[(2 * 70 + 69) * 45 + 44] == 2 * ((2 * 45 + 44) * 70 + 69));
+}
+
+TEST_CASE("flatten: merges a range of dims, a view when possible") {
+  Tensor a = arange(24, kInt32).view({2, 3, 4});
+  Tensor f = a.flatten();
+  check_values(f, {24}, kInt32, values_of(a));
+  CHECK(f.data_ptr() == a.data_ptr());
+  CHECK(flatten(a, 1).sizes() == IntArrayRef{2, 12});
+  CHECK(a.flatten(0, 1).sizes() == IntArrayRef{6, 4});
+  CHECK(a.flatten(-2, -1).sizes() == IntArrayRef{2, 12});
+  CHECK(a.flatten(1, 1).is_same(a));  // start_dim == end_dim returns self, like PyTorch
+  CHECK(full({}, 3.0f).flatten().sizes() == IntArrayRef{1});
+  CHECK(zeros({2, 0, 3}).flatten(1).sizes() == IntArrayRef{2, 0});
+  Tensor t = a.transpose(0, 2);  // [4, 3, 2]: not viewable, so copied
+  Tensor copied = t.flatten();
+  CHECK(copied.data_ptr() != a.data_ptr());
+  check_values(copied.slice(0, 0, 4), {4}, kInt32, {0, 12, 4, 16});
+  check_meta_matches(flatten(a.to(kMeta), 1), flatten(a, 1));
+  expect_error<ValueError>([&] { (void)a.flatten(2, 1); }, "[flatten] start_dim 2 cannot come after end_dim 1",
+                           {"[2, 3, 4]"});
+  expect_error<IndexError>([&] { (void)a.flatten(3); }, "[flatten] dimension 3 out of range");
+}
+
+TEST_CASE("squeeze and unsqueeze: views that drop or add size-1 dims") {
+  Tensor a = arange(6, kFloat32).view({1, 2, 1, 3});
+  Tensor s = a.squeeze();
+  CHECK(s.sizes() == IntArrayRef{2, 3});
+  CHECK(s.data_ptr() == a.data_ptr());
+  CHECK(squeeze(a, 0).sizes() == IntArrayRef{2, 1, 3});
+  CHECK(a.squeeze(-2).sizes() == IntArrayRef{1, 2, 3});
+  CHECK(a.squeeze(1).sizes() == IntArrayRef{1, 2, 1, 3});  // size 2: unchanged
+  CHECK(full({}, 1.0f).squeeze().dim() == 0);
+  CHECK(full({}, 1.0f).squeeze(0).dim() == 0);
+  CHECK(zeros({1, 0}).squeeze().sizes() == IntArrayRef{0});
+  Tensor b = arange(6, kInt64).view({2, 3});
+  CHECK(unsqueeze(b, 0).sizes() == IntArrayRef{1, 2, 3});
+  CHECK(b.unsqueeze(1).sizes() == IntArrayRef{2, 1, 3});
+  CHECK(b.unsqueeze(1).strides() == IntArrayRef{3, 3, 1});
+  CHECK(b.unsqueeze(-1).sizes() == IntArrayRef{2, 3, 1});
+  CHECK(b.unsqueeze(-1).strides() == IntArrayRef{3, 1, 1});
+  CHECK(full({}, 2).unsqueeze(0).sizes() == IntArrayRef{1});
+  Tensor u = b.transpose(0, 1).unsqueeze(1);  // non-contiguous input keeps its strides
+  check_values(u, {3, 1, 2}, kInt64, {0, 3, 1, 4, 2, 5});
+  s.mul_(2);  // shares storage and the version counter
+  check_values(a.view({6}), {6}, kFloat32, {0, 2, 4, 6, 8, 10});
+  CHECK(a.version() == s.version());
+  check_meta_matches(a.to(kMeta).squeeze(), s);
+  check_meta_matches(b.to(kMeta).unsqueeze(1), b.unsqueeze(1));
+  expect_error<IndexError>([&] { (void)b.unsqueeze(3); }, "[unsqueeze] dimension 3 out of range");
+  expect_error<IndexError>([&] { (void)b.squeeze(2); }, "[squeeze] dimension 2 out of range");
+}
+
+TEST_CASE("squeeze and unsqueeze: gradients") {
+  Tensor x = grad_input({3, 1, 2}, 1, /*transposed=*/true);
+  check_gradcheck([](const tensor_list& in) { return tensor_list{in[0].squeeze() * 2.0}; }, {x});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{in[0].squeeze(1)}; }, {x});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{in[0].unsqueeze(0).unsqueeze(-1)}; }, {x});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{in[0].flatten(1)}; }, {x});
+}
+
+TEST_CASE("split, split_with_sizes and chunk: views along a dim") {
+  Tensor a = arange(10, kFloat32).view({5, 2});
+  tensor_list pieces = a.split(2);
+  REQUIRE(pieces.size() == 3);
+  check_values(pieces[0], {2, 2}, kFloat32, {0, 1, 2, 3});
+  check_values(pieces[2], {1, 2}, kFloat32, {8, 9});
+  CHECK(pieces[1].data_ptr<float>() == a.data_ptr<float>() + 4);
+  tensor_list columns = split(a, 1, 1);
+  REQUIRE(columns.size() == 2);
+  check_values(columns[1], {5, 1}, kFloat32, {1, 3, 5, 7, 9});
+  tensor_list sized = a.split_with_sizes({1, 0, 4});
+  REQUIRE(sized.size() == 3);
+  CHECK(sized[1].sizes() == IntArrayRef{0, 2});
+  check_values(sized[2], {4, 2}, kFloat32, {2, 3, 4, 5, 6, 7, 8, 9});
+  tensor_list chunks = chunk(arange(5, kInt64), 3);  // ceil(5 / 3) = 2 per chunk
+  REQUIRE(chunks.size() == 3);
+  check_values(chunks[2], {1}, kInt64, {4});
+  CHECK(arange(6).chunk(4).size() == 3);  // like PyTorch: chunks of 2, only 3 of them
+  CHECK(zeros({0, 3}).chunk(2).size() == 2);
+  CHECK(zeros({0}).split(2).size() == 1);
+  pieces[0].add_(100);
+  CHECK(a.data_ptr<float>()[0] == 100);
+  CHECK(a.version() == pieces[2].version());
+  tensor_list meta = a.to(kMeta).split(2);
+  REQUIRE(meta.size() == 3);
+  check_meta_matches(meta[2], pieces[2]);
+  expect_error<ValueError>([&] { (void)a.split_with_sizes({1, 1}); },
+                           "[split_with_sizes] split_sizes [1, 1] must sum exactly to the size of dimension 0",
+                           {"[5, 2]", "sum to 2"});
+  expect_error<ValueError>([&] { (void)a.split(0); }, "[split] split_size can only be 0");
+  expect_error<ValueError>([&] { (void)a.split(-1); }, "[split] split_size must be non-negative");
+  expect_error<ValueError>([&] { (void)a.chunk(0); }, "[chunk] expected `chunks` to be greater than 0, got 0");
+  expect_error<ValueError>([] { (void)full({}, 1.0f).split(1); }, "[split] expected a tensor with at least 1 dim");
+}
+
+TEST_CASE("split and chunk: gradients, unused pieces count as zeros") {
+  Tensor x = grad_input({5, 3}, 2, /*transposed=*/true);
+  check_gradcheck([](const tensor_list& in) { return in[0].split(2); }, {x});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{in[0].chunk(3, 1)[1] * 3.0}; }, {x});
+  Tensor y = grad_input({4}, 3);
+  split(y, 3)[1].sum().backward();
+  check_values(y.grad(), {4}, kFloat64, {0, 0, 0, 1});
+}
+
+TEST_CASE("cat: values, dims, promotion and legacy empty tensors") {
+  Tensor a = arange(4, kInt32).view({2, 2});
+  Tensor b = tensor(std::vector<double>{10, 11}, {1, 2}, kFloat64);
+  Tensor c = cat({a, b});
+  check_values(c, {3, 2}, kFloat64, {0, 1, 2, 3, 10, 11});
+  check_values(cat({a, a.transpose(0, 1)}, 1), {2, 4}, kInt32, {0, 1, 0, 2, 2, 3, 1, 3});
+  check_values(cat({a, a}, -2), {4, 2}, kInt32, {0, 1, 2, 3, 0, 1, 2, 3});
+  check_values(cat({zeros({0}, kFloat32), a}), {2, 2}, kFloat32, {0, 1, 2, 3});  // skipped, still promotes
+  check_values(cat({zeros({0}), zeros({0}, kInt64)}), {0}, kFloat32, {});
+  check_values(cat({zeros({2, 0}), ones({2, 1})}, 1), {2, 1}, kFloat32, {1, 1});
+  check_values(cat({tensor({true, false})}), {2}, kBool, {1, 0});
+  check_meta_matches(cat({a.to(kMeta), b.to(kMeta)}), c);
+  expect_error<ValueError>([] { (void)cat({}); }, "[cat] expected a non-empty list of tensors");
+  expect_error<ValueError>([&] { (void)cat({a, full({}, 1)}); }, "[cat] zero-dimensional tensor (at position 1)");
+  expect_error<ValueError>([&] { (void)cat({a, ones({2, 3})}); },
+                           "[cat] sizes of tensors must match except in dimension 0", {"[2, 3]", "tensor 1"});
+  expect_error<ValueError>([&] { (void)cat({a, ones({2})}); }, "[cat] tensors must have the same number of dim",
+                           {"[2, 2] and [2]"});
+  expect_error<IndexError>([&] { (void)cat({a, a}, 2); }, "[cat] dimension 2 out of range");
+  expect_error<Error>([&] { (void)cat({a, a.to(kMeta)}); }, "[cat] expected all tensors on the same device");
+}
+
+TEST_CASE("cat and stack: gradients reach every input") {
+  Tensor x = grad_input({2, 3}, 4, /*transposed=*/true);
+  Tensor y = grad_input({1, 3}, 5);
+  Tensor z = grad_input({2, 2}, 6);
+  check_gradcheck([](const tensor_list& in) { return tensor_list{cat({in[0], in[1], in[0]})}; }, {x, y});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{cat({in[0], in[1]}, 1)}; }, {x, z});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{stack({in[0], in[1] * 2.0}, 1)}; }, {x, x.detach().clone().requires_grad_()});
+  Tensor skipped = zeros({0}, kFloat64).requires_grad_();
+  Tensor plain = ones({2}, kFloat64);  // no grad needed
+  cat({skipped, x.flatten(), plain}).sum().backward();
+  check_values(x.grad(), {2, 3}, kFloat64, {1, 1, 1, 1, 1, 1});
+  CHECK_FALSE(skipped.grad().defined());
+}
+
+TEST_CASE("stack: inserts a new dim") {
+  Tensor a = tensor({1.0f, 2.0f}), b = tensor({3.0f, 4.0f});
+  check_values(stack({a, b}), {2, 2}, kFloat32, {1, 2, 3, 4});
+  check_values(stack({a, b}, 1), {2, 2}, kFloat32, {1, 3, 2, 4});
+  check_values(stack({a, b}, -1), {2, 2}, kFloat32, {1, 3, 2, 4});
+  check_values(stack({full({}, 1), full({}, 2.5)}), {2}, kFloat32, {1, 2.5});
+  check_meta_matches(stack({a.to(kMeta), b.to(kMeta)}, 1), stack({a, b}, 1));
+  expect_error<ValueError>([&] { (void)stack({a, ones({3})}); }, "[stack] expected each tensor to be equal size",
+                           {"[2] at entry 0 and [3] at entry 1"});
+  expect_error<IndexError>([&] { (void)stack({a, b}, 2); }, "[stack] dimension 2 out of range");
 }

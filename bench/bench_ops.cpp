@@ -1,0 +1,198 @@
+// Op throughput next to references measured in the same run (see bench_util.h):
+//   matmul, float32 n x n (n = 64, 256, 1024), against Eigen's GEMM called directly on
+//     preallocated matrices (and LibTorch when available); target: time ratio <= 1/0.95;
+//   add of two 16M-float tensors against a plain loop (target: bandwidth >= 0.85x the
+//     loop's): the kernel's bandwidth is add_ in place against the same loop in place (and
+//     against the loop into a preallocated buffer); the out-of-place add, which writes a
+//     fresh 64 MiB tensor each time, is compared with the loop writing a fresh buffer, since
+//     first-touch page faults dominate both (see the note at add_strata);
+//   Add --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true on a busy
+//   machine: the ratios then use the medians.
+//   broadcast add [N, 2] + [2] against the contiguous add [N, 2] + [N, 2], per element, for
+//     outputs of 512 KiB and 4 MiB (the allocator's largest cached block); target: <= 3x.
+// Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_ops
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Dense>
+
+#include <strata/strata.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+#ifdef STRATA_BENCH_WITH_TORCH
+#include <torch/torch.h>
+#endif
+
+using namespace strata;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// matmul.
+
+void matmul_strata(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  manual_seed(0);
+  Tensor a = rand({n, n}), b = rand({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  state.SetItemsProcessed(state.iterations() * 2 * n * n * n);  // flops
+}
+BENCHMARK(matmul_strata)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+void matmul_eigen(benchmark::State& state) {
+  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Index n = state.range(0);
+  Matrix a = Matrix::Random(n, n), b = Matrix::Random(n, n), c(n, n);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * n * n * n);
+}
+BENCHMARK(matmul_eigen)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// ---------------------------------------------------------------------------------------
+// add: 16M floats, memory-bound.
+
+constexpr int64_t kAddElements = int64_t{16} << 20;
+
+void set_add_bytes(benchmark::State& state, int64_t elements) {
+  state.SetBytesProcessed(state.iterations() * 3 * elements * static_cast<int64_t>(sizeof(float)));
+}
+
+// Blocks above the allocator's largest size class go back to the system when freed, so each
+// out-of-place add writes 64 MiB of new pages: the page faults, not the kernel, set its time.
+void add_strata(benchmark::State& state) {
+  manual_seed(0);
+  Tensor a = rand({kAddElements}), b = rand({kAddElements});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(add_strata)->Unit(benchmark::kMillisecond);
+
+void add_inplace_strata(benchmark::State& state) {
+  manual_seed(0);
+  Tensor a = rand({kAddElements}), b = rand({kAddElements});
+  for (auto _ : state) {
+    a.add_(b);
+    benchmark::ClobberMemory();
+  }
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(add_inplace_strata)->Unit(benchmark::kMillisecond);
+
+void add_loop_preallocated(benchmark::State& state) {
+  std::vector<float> a(kAddElements, 1.0f), b(kAddElements, 2.0f), c(kAddElements);
+  for (auto _ : state) {
+    const float* __restrict x = a.data();
+    const float* __restrict y = b.data();
+    float* __restrict z = c.data();
+    for (int64_t i = 0; i < kAddElements; ++i) z[i] = x[i] + y[i];
+    benchmark::DoNotOptimize(z);
+    benchmark::ClobberMemory();
+  }
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(add_loop_preallocated)->Unit(benchmark::kMillisecond);
+
+void add_loop_inplace(benchmark::State& state) {
+  std::vector<float> a(kAddElements, 1.0f), b(kAddElements, 2.0f);
+  for (auto _ : state) {
+    float* __restrict x = a.data();
+    const float* __restrict y = b.data();
+    for (int64_t i = 0; i < kAddElements; ++i) x[i] += y[i];
+    benchmark::DoNotOptimize(x);
+    benchmark::ClobberMemory();
+  }
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(add_loop_inplace)->Unit(benchmark::kMillisecond);
+
+void add_loop_fresh(benchmark::State& state) {
+  std::vector<float> a(kAddElements, 1.0f), b(kAddElements, 2.0f);
+  for (auto _ : state) {
+    std::unique_ptr<float[]> c(new float[kAddElements]);
+    const float* __restrict x = a.data();
+    const float* __restrict y = b.data();
+    float* __restrict z = c.get();
+    for (int64_t i = 0; i < kAddElements; ++i) z[i] = x[i] + y[i];
+    benchmark::DoNotOptimize(z);
+    benchmark::ClobberMemory();
+  }
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(add_loop_fresh)->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------------------------------------
+// Broadcasting: [N, 2] + [2] against [N, 2] + [N, 2], per element.
+
+void add_broadcast_rows(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  manual_seed(0);
+  Tensor a = rand({rows, 2}), b = rand({2});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  state.SetItemsProcessed(state.iterations() * rows * 2);
+}
+BENCHMARK(add_broadcast_rows)->Arg(1 << 16)->Arg(1 << 19)->Unit(benchmark::kMicrosecond);
+
+void add_contiguous_rows(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  manual_seed(0);
+  Tensor a = rand({rows, 2}), b = rand({rows, 2});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  state.SetItemsProcessed(state.iterations() * rows * 2);
+}
+BENCHMARK(add_contiguous_rows)->Arg(1 << 16)->Arg(1 << 19)->Unit(benchmark::kMicrosecond);
+
+#ifdef STRATA_BENCH_WITH_TORCH
+void torch_matmul(benchmark::State& state) {
+  torch::set_num_threads(1);
+  const int64_t n = state.range(0);
+  torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::matmul(a, b));
+  state.SetItemsProcessed(state.iterations() * 2 * n * n * n);
+}
+BENCHMARK(torch_matmul)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+void torch_add_16m(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor a = torch::rand({kAddElements}), b = torch::rand({kAddElements});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::add(a, b));
+  set_add_bytes(state, kAddElements);
+}
+BENCHMARK(torch_add_16m)->Unit(benchmark::kMillisecond);
+
+void torch_add_broadcast_rows(benchmark::State& state) {
+  torch::set_num_threads(1);
+  const int64_t rows = state.range(0);
+  torch::Tensor a = torch::rand({rows, 2}), b = torch::rand({2});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::add(a, b));
+  state.SetItemsProcessed(state.iterations() * rows * 2);
+}
+BENCHMARK(torch_add_broadcast_rows)->Arg(1 << 16)->Arg(1 << 19)->Unit(benchmark::kMicrosecond);
+#endif
+
+std::vector<std::pair<std::string, std::string>> ratio_pairs() {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const char* n : {"64", "256", "1024"}) {
+    pairs.emplace_back(std::string("matmul_strata/") + n, std::string("matmul_eigen/") + n);
+    pairs.emplace_back(std::string("matmul_strata/") + n, std::string("torch_matmul/") + n);
+  }
+  pairs.emplace_back("add_inplace_strata", "add_loop_inplace");
+  pairs.emplace_back("add_inplace_strata", "add_loop_preallocated");
+  pairs.emplace_back("add_strata", "add_loop_fresh");
+  pairs.emplace_back("add_strata", "torch_add_16m");
+  for (const char* rows : {"65536", "524288"}) {
+    pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("add_contiguous_rows/") + rows);
+    pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("torch_add_broadcast_rows/") + rows);
+  }
+  return pairs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return strata::bench::run_with_ratios(argc, argv, ratio_pairs()); }

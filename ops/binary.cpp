@@ -1,0 +1,287 @@
+// Binary math beyond the four arithmetic ops: pow (tensor and scalar exponents), maximum and
+// minimum. Schema, shape/dtype function, CPU and Meta kernels, derivatives, free functions.
+#include <Eigen/Core>
+
+#include <strata/autograd/function.h>
+#include <strata/dispatch/library.h>
+#include <strata/ops/blockwise.h>
+
+#include <cmath>
+
+namespace strata {
+namespace {
+
+template <class C>
+using ArrayX = Eigen::Array<C, Eigen::Dynamic, 1>;
+template <class C>
+Eigen::Map<const ArrayX<C>> as_array(const C* data, int64_t count) {
+  return Eigen::Map<const ArrayX<C>>(data, count);
+}
+template <class C>
+Eigen::Map<ArrayX<C>> as_array(C* data, int64_t count) {
+  return Eigen::Map<ArrayX<C>>(data, count);
+}
+
+Tensor converted(const Tensor& t, ScalarType dtype) { return t.dtype() == dtype ? t : detail::cast_to(t, dtype); }
+
+struct BinaryShape {
+  DimVector sizes;
+  ScalarType dtype;
+};
+
+BinaryShape binary_shape(const char* op, const Tensor& self, const Tensor& other) {
+  detail::check_same_device(op, self, other);
+  return {broadcast_shapes(self.sizes(), other.sizes(), op), result_type(self, other)};
+}
+
+// ---------------------------------------------------------------------------------------
+// pow. Note [pow dtypes]
+// The dtype is result_type(self, exponent); bool results are refused. Floating results use
+// vector math (x^2, x^3, x^0.5, x^-0.5 and x^-1 have exact shortcuts). Integral results raise
+// by repeated squaring and wrap on overflow; a negative Scalar exponent is refused, while a
+// negative element of an exponent tensor gives PyTorch's values: 1 for base 1, +-1 for base
+// -1 and 0 otherwise.
+
+void check_pow_dtype(ScalarType dtype) {
+  STRATA_CHECK_TYPE(dtype != kBool, "[pow] Bool results are not supported (compute in an integer dtype instead)");
+}
+
+ScalarType pow_scalar_dtype(const Tensor& self, const Scalar& exponent) {
+  const ScalarType dtype = result_type(self, exponent);
+  check_pow_dtype(dtype);
+  STRATA_CHECK_VALUE(is_floating_point(dtype) || exponent.to_long() >= 0,
+                     "[pow] integers to negative integer powers are not allowed (exponent ", exponent, ")");
+  visit_dtype(dtype, [&]<class T>() { (void)detail::checked_scalar<T>(exponent, "pow"); });
+  return dtype;
+}
+
+template <class C>
+C integer_pow(C base, C exponent) {
+  if constexpr (std::is_signed_v<C>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? -1 : 1;
+      return 0;
+    }
+  }
+  C result = 1;
+  while (exponent != 0) {
+    if (exponent & 1) result = detail::wrapping_mul(result, base);
+    exponent = static_cast<C>(exponent >> 1);
+    base = detail::wrapping_mul(base, base);
+  }
+  return result;
+}
+
+template <class C>
+void pow_block(const C* x, C* y, int64_t n, double exponent) {
+  const auto in = as_array(x, n);
+  auto out = as_array(y, n);
+  if (exponent == 0) out.setConstant(C(1));
+  else if (exponent == 1) out = in;
+  else if (exponent == 2) out = in.square();
+  else if (exponent == 3) out = in.cube();
+  else if (exponent == 0.5) out = in.sqrt();
+  else if (exponent == -0.5) out = in.rsqrt();
+  else if (exponent == -1) out = in.inverse();
+  else out = in.pow(C(exponent));
+}
+
+Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
+  const ScalarType dtype = pow_scalar_dtype(self, exponent);
+  Tensor out = detail::make_empty(self.sizes(), dtype, self.device());
+  const Tensor input = converted(self, dtype);
+  visit_dtype(dtype, [&]<class T>() {
+    using C = compute_type_t<T>;
+    if constexpr (std::is_floating_point_v<C>) {
+      const double e = exponent.to_double();
+      detail::blockwise_unary<T>(out, input, [e](const C* x, C* y, int64_t n) { pow_block(x, y, n, e); });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      const C e = detail::checked_scalar<T>(exponent, "pow");
+      detail::unary_kernel<T>(out, input, [e](C x) { return integer_pow(x, e); });
+    }
+  });
+  return out;
+}
+
+Tensor pow_scalar_meta(const Tensor& self, const Scalar& exponent) {
+  return detail::make_empty(self.sizes(), pow_scalar_dtype(self, exponent), self.device());
+}
+
+Tensor pow_tensor_cpu(const Tensor& self, const Tensor& exponent) {
+  const BinaryShape shape = binary_shape("pow", self, exponent);
+  check_pow_dtype(shape.dtype);
+  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
+  const Tensor base = converted(self, shape.dtype), power = converted(exponent, shape.dtype);
+  visit_dtype(shape.dtype, [&]<class T>() {
+    using C = compute_type_t<T>;
+    if constexpr (std::is_floating_point_v<C>) {
+      detail::blockwise_binary<T>(out, base, power, [](const C* x, const C* e, C* y, int64_t n) {
+        as_array(y, n) = as_array(x, n).pow(as_array(e, n));
+      });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      detail::binary_kernel<T>(out, base, power, [](C x, C e) { return integer_pow(x, e); });
+    }
+  });
+  return out;
+}
+
+Tensor pow_tensor_meta(const Tensor& self, const Tensor& exponent) {
+  const BinaryShape shape = binary_shape("pow", self, exponent);
+  check_pow_dtype(shape.dtype);
+  return detail::make_empty(shape.sizes, shape.dtype, self.device());
+}
+
+// ---------------------------------------------------------------------------------------
+// maximum and minimum: every dtype (bool: or / and); NaN in either operand gives NaN.
+
+template <class C>
+bool is_nan(C x) {
+  if constexpr (std::is_floating_point_v<C>) return std::isnan(x);
+  else return false;
+}
+
+template <bool is_max>
+struct ExtremumOp {
+  template <class C>
+  C operator()(C x, C y) const {
+    const bool pick_x = is_max ? x > y : x < y;
+    return pick_x || is_nan(x) ? x : y;
+  }
+};
+
+template <bool is_max>
+Tensor extremum_cpu(const Tensor& self, const Tensor& other) {
+  constexpr const char* name = is_max ? "maximum" : "minimum";
+  const BinaryShape shape = binary_shape(name, self, other);
+  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
+  const Tensor a = converted(self, shape.dtype), b = converted(other, shape.dtype);
+  visit_dtype(shape.dtype, [&]<class T>() { detail::binary_kernel<T>(out, a, b, ExtremumOp<is_max>{}); });
+  return out;
+}
+
+template <bool is_max>
+Tensor extremum_meta(const Tensor& self, const Tensor& other) {
+  const BinaryShape shape = binary_shape(is_max ? "maximum" : "minimum", self, other);
+  return detail::make_empty(shape.sizes, shape.dtype, self.device());
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor");
+  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");
+  m.def("maximum(Tensor self, Tensor other) -> Tensor");
+  m.def("minimum(Tensor self, Tensor other) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("pow.Tensor_Tensor", &pow_tensor_cpu);
+  m.impl("pow.Tensor_Scalar", &pow_scalar_cpu);
+  m.impl("maximum", &extremum_cpu<true>);
+  m.impl("minimum", &extremum_cpu<false>);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("pow.Tensor_Tensor", &pow_tensor_meta);
+  m.impl("pow.Tensor_Scalar", &pow_scalar_meta);
+  m.impl("maximum", &extremum_meta<true>);
+  m.impl("minimum", &extremum_meta<false>);
+}
+
+// ---------------------------------------------------------------------------------------
+// Derivatives, in strata ops (they differentiate again under create_graph). Gradients of
+// broadcast inputs come back in the output's shape and are summed by the Function machinery.
+
+namespace {
+using autograd::AutogradContext;
+
+Tensor zero_scalar_like(const Tensor& t) { return zeros({}, t.options()); }
+
+// d(x^e)/dx = e x^(e-1), and 0 for e == 0 (also at x == 0, where x^-1 is infinite).
+struct PowScalarFunction : autograd::Function<PowScalarFunction> {
+  static constexpr std::string_view name() { return "PowBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Scalar& exponent) {
+    ctx->save_for_backward({self});
+    ctx->saved_data["exponent"] = exponent;
+    return pow(self, exponent);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const Tensor self = ctx->get_saved_variables()[0];
+    const Scalar e = ctx->saved_data["exponent"].to_scalar();
+    if (e.to_double() == 0) return {zeros_like(grads[0]), Tensor()};
+    const Scalar lowered = e.is_floating_point() ? Scalar(e.to_double() - 1) : Scalar(e.to_long() - 1);
+    return {grads[0] * pow(self, lowered) * e, Tensor()};
+  }
+};
+
+// d/dx = e x^(e-1) (0 where e == 0); d/de = x^e log x (0 where x == 0 and e >= 0).
+struct PowTensorFunction : autograd::Function<PowTensorFunction> {
+  static constexpr std::string_view name() { return "PowBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& exponent) {
+    Tensor result = pow(self, exponent);
+    ctx->save_for_backward({self, exponent, ctx->needs_input_grad(1) ? result : Tensor()});
+    return result;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const Tensor &self = saved[0], &exponent = saved[1], &g = grads[0];
+    const Tensor zero = zero_scalar_like(g);
+    Tensor grad_self, grad_exponent;
+    if (ctx->needs_input_grad(0))
+      grad_self = where(eq(exponent, 0), zero, g * exponent * pow(self, exponent - 1));
+    if (ctx->needs_input_grad(1))
+      grad_exponent = where(mul(eq(self, 0), ge(exponent, 0)), zero, g * saved[2] * log(self));
+    return {grad_self, grad_exponent};
+  }
+};
+
+// The gradient goes to the operand that was picked; ties split it evenly, as in PyTorch.
+template <bool is_max>
+struct ExtremumFunction : autograd::Function<ExtremumFunction<is_max>> {
+  static constexpr std::string_view name() { return is_max ? "MaximumBackward" : "MinimumBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
+    ctx->save_for_backward({self, other});
+    return is_max ? maximum(self, other) : minimum(self, other);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const Tensor &self = saved[0], &other = saved[1], &g = grads[0];
+    const Tensor zero = zero_scalar_like(g);
+    const Tensor shared = where(eq(self, other), g * 0.5, g);
+    Tensor grad_self, grad_other;
+    if (ctx->needs_input_grad(0)) grad_self = where(is_max ? lt(self, other) : gt(self, other), zero, shared);
+    if (ctx->needs_input_grad(1)) grad_other = where(is_max ? gt(self, other) : lt(self, other), zero, shared);
+    return {grad_self, grad_other};
+  }
+};
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("pow.Tensor_Tensor", autograd::kernel<PowTensorFunction>());
+  m.impl("pow.Tensor_Scalar", autograd::kernel<PowScalarFunction>());
+  m.impl("maximum", autograd::kernel<ExtremumFunction<true>>());
+  m.impl("minimum", autograd::kernel<ExtremumFunction<false>>());
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Free functions.
+
+Tensor pow(const Tensor& self, const Tensor& exponent) {
+  static const auto op = find_op("strata::pow.Tensor_Tensor").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, exponent);
+}
+Tensor pow(const Tensor& self, const Scalar& exponent) {
+  static const auto op = find_op("strata::pow.Tensor_Scalar").typed<Tensor(const Tensor&, const Scalar&)>();
+  return op.call(self, exponent);
+}
+Tensor maximum(const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::maximum").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, other);
+}
+Tensor minimum(const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::minimum").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(self, other);
+}
+
+}  // namespace strata

@@ -1,0 +1,78 @@
+#pragma once
+// Internal to ops/ (not public API): the shape function and input layout shared by the
+// reduction families (reduce.cpp, reduce_minmax.cpp, reduce_stats.cpp), and the column loop
+// that folds any reduction over that layout. See Note [Reduction layout].
+#include <algorithm>
+#include <optional>
+
+#include <strata/ops/elementwise.h>
+
+namespace strata::detail {
+
+struct ReduceShape {
+  DimVector out_sizes;   // keepdim applied
+  DimVector kept_sizes;  // the input's shape with the reduced dims set to 1 (for gradients)
+  DimVector reduced;     // per input dim: 1 when reduced
+  int64_t count = 1;     // how many input elements fold into each output element
+  ScalarType dtype;      // output dtype
+};
+
+// No dims (or an empty list) reduces every dim; a 0-d tensor accepts dim 0 and -1. The dtype
+// is sum's: the given one, else int64 for integral and bool inputs, else the input's.
+ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
+                         std::optional<ScalarType> dtype);
+
+// Note [Reduction layout]
+// A reduction reads its input as a contiguous [outer, reduced, inner] block and writes the
+// output as [outer, inner]: each output element folds `reduced` values spaced `inner` apart.
+// A contiguous input whose reduced dims (size-1 dims ignored) form one run is read in place;
+// any other input is copied once with its kept dims first. Either way the fold visits the
+// reduced elements in row-major order of the reduced dims, so a position r in the fold is
+// the flat index an argmax over several dims reports.
+struct ReduceLayout {
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+
+// The input to fold (self, or a contiguous copy) and its layout.
+Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout);
+
+// Throws IndexError naming `op` when a reduction without identity meets an empty dim.
+void check_nonempty_reduction(const char* op, const Tensor& self, const ReduceShape& shape);
+
+// Folds every output element of the layout with `reducer`, which provides:
+//   using Acc = ...;                               the running state of one output element
+//   Acc init() const;
+//   void fold(Acc& acc, C value, int64_t r) const;  r: position along the reduced extent
+//   void store(int64_t output_index, const Acc& acc) const;
+// Outputs are processed in columns of up to kFoldWidth neighbours (inner > 1), so the loop
+// over one reduced row runs along contiguous memory; tasks are spread with parallel_for.
+inline constexpr int64_t kFoldWidth = 64;
+
+template <class T, class Reducer>
+void fold_layout(const T* x, const ReduceLayout& layout, const Reducer& reducer) {
+  using C = compute_type_t<T>;
+  using Acc = typename Reducer::Acc;
+  const int64_t reduced = layout.reduced, inner = layout.inner;
+  const int64_t blocks = (inner + kFoldWidth - 1) / kFoldWidth;
+  const int64_t work_per_task = std::max<int64_t>(1, reduced * std::min(inner, kFoldWidth));
+  auto run = [&](int64_t begin, int64_t end) {
+    Acc accumulators[kFoldWidth];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / blocks, column = task % blocks * kFoldWidth;
+      const int64_t width = std::min(kFoldWidth, inner - column);
+      for (int64_t j = 0; j < width; ++j) accumulators[j] = reducer.init();
+      const T* base = x + o * reduced * inner + column;
+      for (int64_t r = 0; r < reduced; ++r) {
+        const T* row = base + r * inner;
+        for (int64_t j = 0; j < width; ++j) reducer.fold(accumulators[j], static_cast<C>(row[j]), r);
+      }
+      for (int64_t j = 0; j < width; ++j) reducer.store(o * inner + column + j, accumulators[j]);
+    }
+  };
+  const int64_t tasks = layout.outer * blocks;
+  const int64_t grain = std::max<int64_t>(1, kDefaultGrainSize / work_per_task);
+  if (tasks <= grain) run(0, tasks);
+  else parallel_for(0, tasks, grain, [&run](int64_t begin, int64_t end) { run(begin, end); });
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,337 @@
+// Statistical reductions: var and std (with Bessel's correction by default), logsumexp and
+// the vector norm over all elements. Schema, shape/dtype function, CPU and Meta kernels,
+// derivatives and free functions. The layout and fold loop are shared (ops/reduce.h).
+#include <strata/ops/reduce.h>
+
+#include <strata/autograd/function.h>
+#include <strata/dispatch/library.h>
+
+#include <cmath>
+#include <limits>
+
+namespace strata {
+namespace {
+
+using detail::ReduceLayout;
+using detail::ReduceShape;
+
+template <class C>
+bool is_nan(C value) {
+  if constexpr (std::is_floating_point_v<C>) return std::isnan(value);
+  else return false;
+}
+
+// Folds self (already of the output's dtype) over `shape` with the reducer made by
+// make_reducer(T* out) for that dtype.
+template <class MakeReducer>
+Tensor fold_floating(const Tensor& self, const ReduceShape& shape, const MakeReducer& make_reducer) {
+  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+  if (out.numel() == 0) return out;
+  ReduceLayout layout;
+  const Tensor input =
+      detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype), shape, layout);
+  visit_dtype(shape.dtype, [&]<class T>() {
+    if constexpr (is_floating_point(scalar_type_of<T>))
+      detail::fold_layout<T>(detail::data_of<T>(input), layout, make_reducer(detail::data_of<T>(out)));
+  });
+  return out;
+}
+
+ReduceShape floating_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim) {
+  STRATA_CHECK_TYPE(is_floating_point(self.dtype()), "[", op, "] expected a floating point input, got ", self.dtype());
+  return detail::reduce_shape(op, self, dims, keepdim, self.dtype());
+}
+
+std::optional<IntArrayRef> dims_or_all(IntArrayRef dims) {
+  return dims.empty() ? std::nullopt : std::optional<IntArrayRef>(dims);
+}
+
+// ---------------------------------------------------------------------------------------
+// var and std. Note [Variance]
+// Welford's algorithm in double: one pass, no catastrophic cancellation. The sum of squared
+// deviations is divided by max(N - correction, 0), correction 1 when unbiased: one element
+// with the correction gives NaN (0/0), as in PyTorch. std is the square root of var.
+
+template <class T, bool take_root>
+struct VarianceReducer {
+  struct Acc {
+    int64_t count;
+    double mean, squares;
+  };
+  T* out;
+  double divisor;
+  Acc init() const { return {0, 0.0, 0.0}; }
+  void fold(Acc& acc, compute_type_t<T> value, int64_t) const {
+    const double x = static_cast<double>(value);
+    ++acc.count;
+    const double delta = x - acc.mean;
+    acc.mean += delta / static_cast<double>(acc.count);
+    acc.squares += delta * (x - acc.mean);
+  }
+  void store(int64_t index, const Acc& acc) const {
+    const double variance = acc.squares / divisor;
+    out[index] = static_cast<T>(take_root ? std::sqrt(variance) : variance);
+  }
+};
+
+double variance_divisor(const ReduceShape& shape, bool unbiased) {
+  return static_cast<double>(std::max<int64_t>(shape.count - (unbiased ? 1 : 0), 0));
+}
+
+template <bool take_root>
+Tensor variance_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  const ReduceShape shape = floating_shape(take_root ? "std" : "var", self, dim, keepdim);
+  const double divisor = variance_divisor(shape, unbiased);
+  return fold_floating(self, shape, [divisor]<class T>(T* out) { return VarianceReducer<T, take_root>{out, divisor}; });
+}
+
+template <bool take_root>
+Tensor variance_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool, bool keepdim) {
+  const ReduceShape shape = floating_shape(take_root ? "std" : "var", self, dim, keepdim);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
+// The ATen overloads without dims: composites of the .dim ops.
+Tensor var_all(const Tensor& self, bool unbiased) { return var(self, {}, unbiased); }
+Tensor std_all(const Tensor& self, bool unbiased) { return std(self, {}, unbiased); }
+
+// ---------------------------------------------------------------------------------------
+// logsumexp. Note [Stable logsumexp]
+// One pass keeps the running maximum m and s = sum exp(x - m), rescaling s whenever m grows,
+// so no exp overflows: the result m + log s is log sum exp x computed with the maximum
+// subtracted. Values equal to an infinite m add exactly 1 (exp(inf - inf) would be NaN), so
+// an all -inf group gives -inf and any +inf gives +inf; NaN propagates; an empty group is
+// -inf. Integral and bool inputs compute in float32.
+
+template <class T>
+struct LogSumExpReducer {
+  using C = compute_type_t<T>;
+  struct Acc {
+    C max, sum;
+  };
+  T* out;
+  Acc init() const { return {-std::numeric_limits<C>::infinity(), C(0)}; }
+  void fold(Acc& acc, C value, int64_t) const {
+    if (value > acc.max) {
+      acc.sum = acc.sum * std::exp(acc.max - value) + C(1);
+      acc.max = value;
+    } else if (value == acc.max) {
+      acc.sum += C(1);
+    } else {
+      acc.sum += std::exp(value - acc.max);
+    }
+  }
+  void store(int64_t index, const Acc& acc) const { out[index] = static_cast<T>(acc.max + std::log(acc.sum)); }
+};
+
+ReduceShape logsumexp_shape(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  const ScalarType dtype = is_floating_point(self.dtype()) ? self.dtype() : kFloat32;
+  return detail::reduce_shape("logsumexp", self, dims, keepdim, dtype);
+}
+
+Tensor logsumexp_cpu(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  return fold_floating(self, logsumexp_shape(self, dims, keepdim),
+                       []<class T>(T* out) { return LogSumExpReducer<T>{out}; });
+}
+
+Tensor logsumexp_meta(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  const ReduceShape shape = logsumexp_shape(self, dims, keepdim);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
+// ---------------------------------------------------------------------------------------
+// norm over all elements: (sum |x|^p)^(1/p), with p = 0 counting nonzeros and p = +-inf the
+// largest / smallest |x|. Accumulates in double; floating inputs only, as in PyTorch.
+
+enum class NormKind { zero, two, infinity, negative_infinity, general };
+
+NormKind norm_kind(double p) {
+  if (p == 0) return NormKind::zero;
+  if (p == 2) return NormKind::two;
+  if (std::isinf(p)) return p > 0 ? NormKind::infinity : NormKind::negative_infinity;
+  return NormKind::general;
+}
+
+template <class T>
+struct NormReducer {
+  using Acc = double;
+  T* out;
+  NormKind kind;
+  double p;
+  Acc init() const { return kind == NormKind::negative_infinity ? std::numeric_limits<double>::infinity() : 0.0; }
+  void fold(Acc& acc, compute_type_t<T> value, int64_t) const {
+    const double magnitude = std::abs(static_cast<double>(value));
+    switch (kind) {
+      case NormKind::zero: acc += value != 0 ? 1.0 : 0.0; break;
+      case NormKind::two: acc += magnitude * magnitude; break;
+      case NormKind::infinity: acc = is_nan(acc) || acc >= magnitude ? acc : magnitude; break;
+      case NormKind::negative_infinity: acc = is_nan(acc) || acc <= magnitude ? acc : magnitude; break;
+      case NormKind::general: acc += std::pow(magnitude, p); break;
+    }
+  }
+  void store(int64_t index, const Acc& acc) const {
+    if (kind == NormKind::two) out[index] = static_cast<T>(std::sqrt(acc));
+    else if (kind == NormKind::general) out[index] = static_cast<T>(std::pow(acc, 1.0 / p));
+    else out[index] = static_cast<T>(acc);
+  }
+};
+
+Tensor norm_cpu(const Tensor& self, const Scalar& p) {
+  const ReduceShape shape = floating_shape("norm", self, std::nullopt, false);
+  const double order = p.to_double();
+  const NormKind kind = norm_kind(order);
+  return fold_floating(self, shape, [kind, order]<class T>(T* out) { return NormReducer<T>{out, kind, order}; });
+}
+
+Tensor norm_meta(const Tensor& self, const Scalar&) {
+  const ReduceShape shape = floating_shape("norm", self, std::nullopt, false);
+  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
+  m.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
+  m.def("var(Tensor self, bool unbiased=True) -> Tensor", &var_all);
+  m.def("std(Tensor self, bool unbiased=True) -> Tensor", &std_all);
+  m.def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor");
+  m.def("norm.Scalar(Tensor self, Scalar p=2) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("var.dim", &variance_cpu<false>);
+  m.impl("std.dim", &variance_cpu<true>);
+  m.impl("logsumexp", &logsumexp_cpu);
+  m.impl("norm.Scalar", &norm_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("var.dim", &variance_meta<false>);
+  m.impl("std.dim", &variance_meta<true>);
+  m.impl("logsumexp", &logsumexp_meta);
+  m.impl("norm.Scalar", &norm_meta);
+}
+
+// ---------------------------------------------------------------------------------------
+// Derivatives, in strata ops (so they differentiate again). The output gradient is first
+// reshaped to the input's rank with the reduced dims kept as 1, then broadcasts.
+
+namespace {
+using autograd::AutogradContext;
+
+using VarianceSignature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool, bool);
+
+Tensor group_mean(const Tensor& self, const std::optional<std::vector<int64_t>>& dims) {
+  return dims ? mean(self, *dims, /*keepdim=*/true) : mean(self);
+}
+
+// var: 2 (x - mean) / divisor. std: (x - mean) / (divisor std), and 0 where std is 0.
+template <bool take_root>
+struct VarianceFunction : autograd::Function<VarianceFunction<take_root>> {
+  static constexpr std::string_view name() { return take_root ? "StdBackward" : "VarBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<IntArrayRef> dims, bool unbiased,
+                        bool keepdim) {
+    static const auto op = find_op(take_root ? "strata::std.dim" : "strata::var.dim").typed<VarianceSignature>();
+    const ReduceShape shape = floating_shape(take_root ? "std" : "var", self, dims, keepdim);
+    Tensor result = op.call(self, dims, unbiased, keepdim);
+    ctx->save_for_backward({self, take_root ? result : Tensor()});
+    ctx->saved_data["kept"] = shape.kept_sizes.vec();
+    ctx->saved_data["divisor"] = variance_divisor(shape, unbiased);
+    if (dims && !dims->empty()) ctx->saved_data["dims"] = *dims;
+    return result;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
+    const std::optional<std::vector<int64_t>> dims =
+        ctx->saved_data.contains("dims") ? std::optional(ctx->saved_data["dims"].to_int_list()) : std::nullopt;
+    const Tensor deviation = saved[0] - group_mean(saved[0], dims);
+    const double divisor = ctx->saved_data["divisor"].to_double();
+    const Tensor g = grads[0].reshape(kept);
+    if (!take_root) return {g * deviation * (2.0 / divisor), Tensor(), Tensor(), Tensor()};
+    const Tensor root = saved[1].reshape(kept);
+    const Tensor grad = where(eq(root, 0), zeros({}, g.options()), g * deviation / (root * divisor));
+    return {grad, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+// d logsumexp / dx = exp(x - logsumexp), the softmax over the group.
+struct LogSumExpFunction : autograd::Function<LogSumExpFunction> {
+  static constexpr std::string_view name() { return "LogsumexpBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, IntArrayRef dims, bool keepdim) {
+    Tensor result = logsumexp(self, dims, keepdim);
+    ctx->save_for_backward({self, result});
+    ctx->saved_data["kept"] = logsumexp_shape(self, dims, keepdim).kept_sizes.vec();
+    return result;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
+    return {grads[0].reshape(kept) * exp(saved[0] - saved[1].reshape(kept)), Tensor(), Tensor()};
+  }
+};
+
+// Note [norm gradient]
+// p = 2: g x / norm; p = +-inf: g sign(x) shared evenly by the elements with |x| == norm;
+// p = 0: zero; otherwise g sign(x) |x|^(p-1) / norm^(p-1), taken as 0 where x == 0. Every
+// case is 0 where the norm is 0.
+Tensor norm_derivative(const Tensor& g, const Tensor& self, const Tensor& norm, double p) {
+  const Tensor zero = zeros({}, g.options());
+  switch (norm_kind(p)) {
+    case NormKind::zero: return zeros_like(self);
+    case NormKind::two: return where(eq(norm, 0), zero, g * self / norm);
+    case NormKind::infinity:
+    case NormKind::negative_infinity: {
+      const Tensor picked = eq(abs(self), norm);
+      return where(picked, g * sign(self) / sum(picked), zero);
+    }
+    case NormKind::general: break;
+  }
+  const Tensor scaled = where(eq(self, 0), zero, sign(self) * pow(abs(self), p - 1));
+  return where(eq(norm, 0), zero, g * scaled / pow(norm, p - 1));
+}
+
+struct NormFunction : autograd::Function<NormFunction> {
+  static constexpr std::string_view name() { return "NormBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, const Scalar& p) {
+    Tensor result = norm(self, p);
+    ctx->save_for_backward({self, result});
+    ctx->saved_data["p"] = p.to_double();
+    return result;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    return {norm_derivative(grads[0], saved[0], saved[1], ctx->saved_data["p"].to_double()), Tensor()};
+  }
+};
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("var.dim", autograd::kernel<VarianceFunction<false>>());
+  m.impl("std.dim", autograd::kernel<VarianceFunction<true>>());
+  m.impl("logsumexp", autograd::kernel<LogSumExpFunction>());
+  m.impl("norm.Scalar", autograd::kernel<NormFunction>());
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Free functions. An empty dims list reduces every dim.
+
+Tensor var(const Tensor& self, IntArrayRef dims, bool unbiased, bool keepdim) {
+  static const auto op = find_op("strata::var.dim").typed<VarianceSignature>();
+  return op.call(self, dims_or_all(dims), unbiased, keepdim);
+}
+Tensor std(const Tensor& self, IntArrayRef dims, bool unbiased, bool keepdim) {
+  static const auto op = find_op("strata::std.dim").typed<VarianceSignature>();
+  return op.call(self, dims_or_all(dims), unbiased, keepdim);
+}
+Tensor logsumexp(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  static const auto op = find_op("strata::logsumexp").typed<Tensor(const Tensor&, IntArrayRef, bool)>();
+  return op.call(self, dims, keepdim);
+}
+Tensor norm(const Tensor& self, const Scalar& p) {
+  static const auto op = find_op("strata::norm.Scalar").typed<Tensor(const Tensor&, const Scalar&)>();
+  return op.call(self, p);
+}
+
+}  // namespace strata

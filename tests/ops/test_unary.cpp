@@ -1,0 +1,260 @@
+// Tests for ops/unary.cpp: unary math, activations, clamp, and the in-place relu_ clamp_
+// zero_ fill_ (values, dtypes, layouts, Meta shapes, gradients and errors).
+#include "op_test_util.h"
+
+#include <functional>
+#include <numbers>
+
+using namespace strata;
+using strata::testing::check_meta_matches;
+using strata::testing::check_values;
+using strata::testing::expect_error;
+using strata::testing::check_gradcheck;
+using strata::testing::check_gradgradcheck;
+using strata::testing::grad_input;
+using strata::testing::uniform_input;
+using strata::testing::values_of;
+
+namespace {
+
+using Fn = std::function<tensor_list(const tensor_list&)>;
+
+using UnaryOp = Tensor (*)(const Tensor&);
+using UnaryOps = std::vector<UnaryOp>;
+
+// The one-argument ops, by the inputs they accept.
+const UnaryOps kAnyDtypeOps = {&strata::exp,  &strata::log,     &strata::sqrt, &strata::rsqrt,
+                               &strata::sin,  &strata::cos,     &strata::tanh, &strata::sigmoid,
+                               &strata::abs,  &strata::sign,    &strata::relu, &strata::neg};
+const UnaryOps kAnyInputOps = {&strata::exp, &strata::sin, &strata::cos, &strata::tanh, &strata::sigmoid,
+                               &strata::silu, &strata::neg, &strata::abs, &strata::relu, &strata::sign};
+const UnaryOps kPositiveInputOps = {&strata::log, &strata::sqrt, &strata::rsqrt};
+const UnaryOps kTwiceDifferentiableOps = {&strata::exp, &strata::log,  &strata::sqrt,    &strata::rsqrt, &strata::sin,
+                                          &strata::cos, &strata::tanh, &strata::sigmoid, &strata::silu};
+
+Fn unary(UnaryOp op) {
+  return [op](const tensor_list& t) { return tensor_list{op(t[0])}; };
+}
+
+}  // namespace
+
+TEST_CASE("unary: transcendental values against known results") {
+  const double e = std::numbers::e;
+  check_values(exp(tensor({0.0f, 1.0f, -1.0f})), {3}, kFloat32, {1, e, 1 / e}, 1e-6);
+  check_values(log(tensor({1.0f, static_cast<float>(e), 0.0f, -1.0f})), {4}, kFloat32, {0, 1, -INFINITY, NAN}, 1e-6);
+  check_values(sqrt(tensor({4.0, 0.0, 2.25, -1.0}, kFloat64)), {4}, kFloat64, {2, 0, 1.5, NAN});
+  check_values(rsqrt(tensor({4.0f, 0.25f, 0.0f})), {3}, kFloat32, {0.5, 2, INFINITY}, 1e-6);
+  const double pi = std::numbers::pi;
+  check_values(sin(tensor({0.0, pi / 2, pi / 6}, kFloat64)), {3}, kFloat64, {0, 1, 0.5}, 1e-15);
+  check_values(cos(tensor({0.0f, static_cast<float>(pi / 3)})), {2}, kFloat32, {1, 0.5}, 1e-6);
+  check_values(tanh(tensor({0.0, 1.0, -20.0}, kFloat64)), {3}, kFloat64, {0, 0.7615941559557649, -1}, 1e-15);
+  check_values(sigmoid(tensor({0.0f, 2.0f, -100.0f})), {3}, kFloat32, {0.5, 0.8807970779778823, 0}, 1e-6);
+  check_values(exp(tensor({1.5}, kFloat64)), {1}, kFloat64, {std::exp(1.5)}, 1e-15);
+}
+
+TEST_CASE("unary: activations against known results") {
+  check_values(relu(tensor({-1.0f, 0.0f, 2.5f, NAN})), {4}, kFloat32, {0, 0, 2.5, NAN});
+  check_values(gelu(tensor({-1.0, 0.0, 1.0, 2.0}, kFloat64)), {4}, kFloat64,
+               {-0.15865525393145707, 0, 0.8413447460685429, 1.9544997361036416}, 1e-12);
+  check_values(gelu(tensor({-1.0f, 1.0f}), "tanh"), {2}, kFloat32, {-0.15880800939172324, 0.8411919906082768}, 1e-6);
+  check_values(silu(tensor({0.0, 1.0, -2.0}, kFloat64)), {3}, kFloat64, {0, 0.7310585786300049, -0.23840584404423515},
+               1e-15);
+  check_values(gelu_backward(tensor({1.0, 2.0}, kFloat64), tensor({0.0, 1.0}, kFloat64)), {2}, kFloat64,
+               {0.5, 2 * 1.0833154705876864}, 1e-12);  // gelu'(0) = 1/2, gelu'(1) = Phi(1) + phi(1)
+}
+
+TEST_CASE("unary: neg, abs, sign and relu keep integral dtypes") {
+  check_values(neg(tensor({1, -2, 0}, kInt32)), {3}, kInt32, {-1, 2, 0});
+  check_values(-tensor({3}), {1}, kInt64, {-3});
+  check_values(tensor({1.5}, kFloat64).neg(), {1}, kFloat64, {-1.5});
+  check_values(neg(tensor({1, 0}, kUInt8)), {2}, kUInt8, {255, 0});  // wraps like PyTorch
+  check_values(abs(tensor({-3, 4}, kInt64)), {2}, kInt64, {3, 4});
+  check_values(abs(tensor({-2.5f, INFINITY, -0.0f})), {3}, kFloat32, {2.5, INFINITY, 0});
+  check_values(abs(tensor({true, false})), {2}, kBool, {1, 0});
+  check_values(sign(tensor({-3.0f, 0.0f, 2.0f, NAN})), {4}, kFloat32, {-1, 0, 1, 0});
+  check_values(sign(tensor({-7, 0, 9}, kInt32)), {3}, kInt32, {-1, 0, 1});
+  check_values(sign(tensor({0, 5}, kUInt8)), {2}, kUInt8, {0, 1});
+  check_values(relu(tensor({-3, 0, 4}, kInt32)), {3}, kInt32, {0, 0, 4});
+  check_values(relu(tensor({7}, kUInt8)), {1}, kUInt8, {7});
+}
+
+TEST_CASE("unary: integral and bool inputs of the float ops compute in float32") {
+  check_values(exp(tensor({0, 1})), {2}, kFloat32, {1, std::numbers::e}, 1e-6);
+  check_values(sqrt(tensor({true, false})), {2}, kFloat32, {1, 0});
+  check_values(sigmoid(tensor({0}, kInt32)), {1}, kFloat32, {0.5});
+  check_values(log(tensor({1}, kUInt8)), {1}, kFloat32, {0});
+  check_values(tensor({4}).rsqrt(), {1}, kFloat32, {0.5});
+}
+
+TEST_CASE("unary: float16 and bfloat16 keep their dtype and compute in float") {
+  check_values(exp(tensor({0.0f, 1.0f}, kFloat16)), {2}, kFloat16, {1, 2.71875}, 1e-6);
+  check_values(tanh(tensor({0.5f}, kBFloat16)), {1}, kBFloat16, {0.462890625}, 1e-6);
+  check_values(gelu(tensor({1.0f}, kFloat16)), {1}, kFloat16, {0.84130859375}, 1e-6);
+  check_values(relu(tensor({-1.0f, 2.0f}, kBFloat16)), {2}, kBFloat16, {0, 2});
+  check_values(neg(tensor({1.5f}, kFloat16)), {1}, kFloat16, {-1.5});
+}
+
+TEST_CASE("unary: non-contiguous, expanded, zero-size, zero-dim and large inputs") {
+  Tensor a = arange(6, kFloat32).view({2, 3});
+  Tensor t = a.transpose(0, 1);
+  CHECK(allclose(exp(t), exp(t.contiguous())));
+  CHECK(allclose(sigmoid(t), sigmoid(t.contiguous())));
+  check_values(neg(t), {3, 2}, kFloat32, {0, -3, -1, -4, -2, -5});
+  check_values(sqrt(tensor({4.0f}).expand({3})), {3}, kFloat32, {2, 2, 2});
+  check_values(exp(zeros({0, 3})), {0, 3}, kFloat32, {});
+  check_values(relu(zeros({2, 0}, kInt32)), {2, 0}, kInt32, {});
+  check_values(tanh(full({}, 0.5)), {}, kFloat32, {std::tanh(0.5)}, 1e-6);
+  check_values(abs(full({}, -2)), {}, kInt64, {2});
+  // Larger than one grain: the parallel chunks and the 16-bit buffers agree with the scalar math.
+  const int64_t n = 3 * kDefaultGrainSize + 17;
+  Tensor big = arange(n, kFloat64).div(static_cast<double>(n)) * 8.0 - 4.0;
+  const std::vector<double> x = values_of(big), y = values_of(gelu(big)), h = values_of(exp(big.to(kFloat16)));
+  for (int64_t i = 0; i < n; i += 997) {
+    CHECK(y[i] == doctest::Approx(x[i] * 0.5 * (1 + std::erf(x[i] / std::sqrt(2.0)))).epsilon(1e-12));
+    CHECK(h[i] == doctest::Approx(std::exp(x[i])).epsilon(2e-3));
+  }
+}
+
+TEST_CASE("unary: Meta outputs match the CPU outputs") {
+  for (ScalarType dtype : {kFloat32, kFloat64, kFloat16, kInt32, kInt64, kUInt8}) {
+    INFO("dtype ", dtype);
+    Tensor cpu = ones({2, 3}, dtype);
+    Tensor meta = ones({2, 3}, TensorOptions(dtype).device(kMeta));
+    for (UnaryOp op : kAnyDtypeOps)
+      check_meta_matches(op(meta), op(cpu));
+    check_meta_matches(clamp(meta, 0, 1), clamp(cpu, 0, 1));
+    check_meta_matches(clamp(meta, 0.5), clamp(cpu, 0.5));
+  }
+  Tensor meta = ones({4}, TensorOptions(kFloat32).device(kMeta));
+  check_meta_matches(gelu(meta), gelu(ones({4})));
+  check_meta_matches(silu(meta), silu(ones({4})));
+  check_meta_matches(gelu_backward(meta, ones({1}, TensorOptions(kFloat64).device(kMeta))),
+                     gelu_backward(ones({4}), ones({1}, kFloat64)));
+  check_meta_matches(exp(ones({}, TensorOptions(kBool).device(kMeta))), exp(ones({}, kBool)));
+}
+
+TEST_CASE("unary: errors name the op and the dtype") {
+  expect_error<TypeError>([] { (void)neg(tensor({true})); }, "[neg] Boolean inputs are not supported",
+                          {"logical_not"});
+  expect_error<TypeError>([] { (void)-tensor({true}); }, "[neg]");
+  expect_error<TypeError>([] { (void)relu(tensor({true})); }, "[relu] Boolean inputs are not supported");
+  expect_error<TypeError>([] { (void)gelu(tensor({1, 2})); }, "[gelu] expected a floating point input, got Int64");
+  expect_error<TypeError>([] { (void)silu(tensor({1}, kInt32)); }, "[silu] expected a floating point input, got Int32");
+  expect_error<ValueError>([] { (void)gelu(tensor({1.0f}), "fast"); },
+                           "[gelu] approximate must be 'none' or 'tanh', got 'fast'");
+  expect_error<TypeError>([] { (void)gelu(ones({2}, TensorOptions(kInt64).device(kMeta))); }, "[gelu]");
+  expect_error<TypeError>([] { (void)relu_(tensor({true})); }, "[relu_] Boolean");
+}
+
+TEST_CASE("unary: gradients match finite differences (float64)") {
+  for (UnaryOp op : kAnyInputOps) {
+    check_gradcheck(unary(op), {uniform_input({3, 2}, 1, -1, 1, /*transposed=*/true)});
+    check_gradcheck(unary(op), {grad_input({}, 2)});
+  }
+  for (UnaryOp op : kPositiveInputOps) check_gradcheck(unary(op), {uniform_input({2, 3}, 3, 0.5, 2, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{gelu(t[0])}; }, {uniform_input({4, 3}, 4, -3, 3, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{gelu(t[0], "tanh")}; }, {uniform_input({5}, 5, -3, 3)});
+  // gelu_backward's own derivative, in both arguments and with broadcasting.
+  for (const char* form : {"none", "tanh"}) {
+    INFO("approximate=", form);
+    check_gradcheck([form](const tensor_list& t) { return tensor_list{gelu_backward(t[0], t[1], form)}; },
+                     {grad_input({2, 3}, 6), uniform_input({3}, 7, -3, 3)});
+  }
+}
+
+TEST_CASE("unary: second derivatives (double backward)") {
+  for (UnaryOp op : kTwiceDifferentiableOps)
+    check_gradgradcheck(unary(op), {uniform_input({2, 2}, 8, 0.5, 2)});
+  for (const char* form : {"none", "tanh"})
+    check_gradgradcheck([form](const tensor_list& t) { return tensor_list{gelu(t[0], form)}; },
+                     {uniform_input({3, 2}, 9, -2, 2, true)});
+}
+
+TEST_CASE("clamp: bounds, dtypes and edge values") {
+  Tensor x = tensor({-2.0f, 0.5f, 3.0f, NAN});
+  check_values(clamp(x, -1, 1), {4}, kFloat32, {-1, 0.5, 1, NAN});
+  check_values(clamp(x, 0), {4}, kFloat32, {0, 0.5, 3, NAN});
+  check_values(clamp(x, std::nullopt, 0), {4}, kFloat32, {-2, 0, 0, NAN});
+  check_values(x.clamp(2, 1), {4}, kFloat32, {1, 1, 1, NAN});  // min > max gives max
+  check_values(clamp(tensor({-5, 5, 50}, kInt32), 0, 10), {3}, kInt32, {0, 5, 10});
+  check_values(clamp(tensor({-5, 5}, kInt32), 0.5), {2}, kFloat32, {0.5, 5});  // bounds promote
+  check_values(clamp(tensor({true, false}), 0, 2), {2}, kInt64, {1, 0});
+  check_values(clamp(tensor({0.25f, 4.0f}, kFloat16), 0.5, 2.5), {2}, kFloat16, {0.5, 2.5});
+  check_values(clamp(arange(6, kFloat64).view({2, 3}).transpose(0, 1), 1, 3), {3, 2}, kFloat64, {1, 3, 1, 3, 2, 3});
+  check_values(clamp(zeros({0}), 0, 1), {0}, kFloat32, {});
+  check_values(clamp(full({}, 7), 0, 5), {}, kInt64, {5});
+  expect_error<ValueError>([] { (void)clamp(ones({2})); }, "[clamp] at least one of 'min' or 'max' must not be None");
+  expect_error<TypeError>([] { (void)clamp(tensor({true}), false, true); }, "[clamp] Boolean");
+  expect_error<ValueError>([] { (void)clamp(tensor({1}, kUInt8), 0, 300); }, "[clamp] value 300 cannot be converted");
+}
+
+TEST_CASE("clamp: gradient passes inside the bounds, bounds included") {
+  check_gradcheck([](const tensor_list& t) { return tensor_list{clamp(t[0], -0.3, 0.4)}; },
+                   {uniform_input({4, 3}, 11, -1, 1, true)});
+  check_gradcheck([](const tensor_list& t) { return tensor_list{clamp(t[0], std::nullopt, 0.1)}; }, {grad_input({5}, 12)});
+  Tensor x = tensor({-1.0, 0.0, 0.5, 1.0, 2.0}, kFloat64).requires_grad_();
+  clamp(x, 0, 1).sum().backward();
+  check_values(x.grad(), {5}, kFloat64, {0, 1, 1, 1, 0});
+}
+
+TEST_CASE("in-place: relu_, clamp_, zero_ and fill_ write into self and bump the version") {
+  Tensor x = tensor({-1.0f, 2.0f, -3.0f});
+  const uint32_t version = x.version();
+  CHECK(&relu_(x) == &x);
+  check_values(x, {3}, kFloat32, {0, 2, 0});
+  CHECK(x.version() == version + 1);
+  Tensor y = arange(6, kFloat64).view({2, 3}).transpose(0, 1);  // non-contiguous self
+  y.clamp_(1, 4);
+  check_values(y, {3, 2}, kFloat64, {1, 3, 1, 4, 2, 4});
+  Tensor ints = tensor({-4, 9}, kInt32);
+  ints.clamp_(std::nullopt, 5);
+  check_values(ints, {2}, kInt32, {-4, 5});
+  Tensor z = ones({2, 2}, kInt64);
+  CHECK(&z.zero_() == &z);
+  check_values(z, {2, 2}, kInt64, {0, 0, 0, 0});
+  z.fill_(2.7);  // truncates into int64, as in PyTorch
+  check_values(z, {2, 2}, kInt64, {2, 2, 2, 2});
+  Tensor meta = ones({3}, kMeta);
+  const uint32_t meta_version = meta.version();
+  fill_(meta, 1.5);
+  relu_(meta);
+  clamp_(meta, 0, 1);
+  zero_(meta);
+  CHECK(meta.version() == meta_version + 4);
+  CHECK(meta.is_meta());
+  expect_error<Error>([] { clamp_(ones({2}, TensorOptions(kInt64).device(kMeta)), 0.5); },
+                      "[clamp_] result type Float32 can't be cast to the desired output type Int64");
+  expect_error<Error>([] { tensor({1, 2}, kInt32).clamp_(0.5); },
+                      "[clamp_] result type Float32 can't be cast to the desired output type Int32");
+  expect_error<ValueError>([] { ones({2}, kUInt8).fill_(300); }, "[fill_] value 300 cannot be converted to type UInt8");
+  expect_error<Error>([] { relu_(tensor({1.0f}).expand({3})); }, "[relu_] unsupported operation");
+}
+
+TEST_CASE("in-place: autograd records relu_ and clamp_, and cuts history at zero_ and fill_") {
+  check_gradcheck(
+      [](const tensor_list& t) {
+        Tensor y = t[0] * 1.0;
+        y.relu_();
+        return tensor_list{y};
+      },
+      {uniform_input({3, 2}, 13, -1, 1, true)});
+  check_gradcheck(
+      [](const tensor_list& t) {
+        Tensor y = t[0] * 2.0;
+        clamp_(y, -0.5, 0.7);
+        return tensor_list{y * y};
+      },
+      {grad_input({6}, 14)});
+  Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = x * 3.0;
+  y.zero_();
+  (y + x).sum().backward();
+  check_values(x.grad(), {2}, kFloat64, {1, 1});  // only the path around zero_ contributes
+  expect_error<Error>([&] { x.relu_(); }, "[relu_] a leaf tensor that requires grad");
+  expect_error<Error>([&] { x.fill_(0); }, "[fill_] a leaf tensor that requires grad");
+  expect_error<Error>([&] { x.zero_(); }, "[zero_] a leaf tensor that requires grad");
+  expect_error<Error>([&] { clamp_(x, 0); }, "[clamp_] a leaf tensor that requires grad");
+  Tensor saved = x.exp();  // ExpBackward saves its result
+  saved.zero_();
+  expect_error<Error>([&] { saved.sum().backward(); }, "[ExpBackward]", {"modified by an inplace operation"});
+}
