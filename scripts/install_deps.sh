@@ -2,7 +2,8 @@
 # Installs the Debian packages strata needs to build, test and run its samples.
 # Does nothing for packages already present; needs root to install anything.
 set -euo pipefail
-packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev)
+packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev
+          dataset-fashion-mnist)  # the flagship sample's data, under /usr/share/datasets
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
