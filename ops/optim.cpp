@@ -1,0 +1,288 @@
+// Fused optimizer updates: _fused_sgd_ and _fused_adam_ (declared in ops/optim.h). Each applies
+// one torch.optim step to one parameter in a single pass over its elements.
+//
+// Note [Fused optimizer steps]
+// An optimizer step written with tensor ops (mul_, add_, sqrt, addcdiv_...) reads and writes the
+// parameter and its state several times and allocates temporaries; the fused ops read each
+// element of param, grad and state once, compute the whole update in registers and write back.
+// They follow PyTorch's single-tensor formulas operation by operation (in the dtype's compute
+// type: float for float32, float16 and bfloat16; double for float64), so the results match
+// torch.optim. Scalars (lr, bias corrections) are computed in double, as Python does, and then
+// rounded to the compute type. The ops return nothing: they are updates in place, and have
+// no derivative (the Autograd kernel runs them below Autograd after the in-place check).
+#include <strata/autograd/grad_mode.h>
+#include <strata/autograd/variable.h>
+#include <strata/dispatch/library.h>
+#include <strata/ops/elementwise.h>
+#include <strata/ops/optim.h>
+#include <strata/tensor/parallel.h>
+
+#include <array>
+#include <cmath>
+
+namespace strata {
+namespace {
+
+struct SgdArguments {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize, is_first_step;
+};
+
+struct AdamArguments {
+  int64_t step;
+  double lr, beta1, beta2, weight_decay, eps;
+  bool amsgrad, maximize, decoupled_weight_decay;
+};
+
+// param is floating; every other tensor matches its shape, dtype and device.
+void check_same_as_param(const char* op, const Tensor& param, const Tensor& other, const char* name) {
+  STRATA_CHECK_VALUE(other.defined(), "[", op, "] ", name, " is undefined");
+  detail::check_same_device(op, param, other);
+  STRATA_CHECK_VALUE(other.sizes() == param.sizes(), "[", op, "] ", name, " of shape ", other.sizes(),
+                     " does not match param of shape ", param.sizes());
+  STRATA_CHECK_TYPE(other.dtype() == param.dtype(), "[", op, "] ", name, " has dtype ", other.dtype(),
+                    " but param has dtype ", param.dtype());
+}
+
+void check_param(const char* op, const Tensor& param, const Tensor& grad) {
+  STRATA_CHECK_VALUE(param.defined(), "[", op, "] param is undefined");
+  STRATA_CHECK_TYPE(param.is_floating_point(), "[", op, "] expected a floating-point param, got ", param.dtype());
+  check_same_as_param(op, param, grad, "grad");
+}
+
+void check_sgd(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& buffer, const SgdArguments& args) {
+  const char* op = "_fused_sgd_";
+  check_param(op, param, grad);
+  STRATA_CHECK_VALUE(args.lr >= 0, "[", op, "] invalid learning rate ", args.lr, " (must be >= 0)");
+  if (args.momentum != 0) {
+    STRATA_CHECK_VALUE(buffer.has_value(), "[", op, "] momentum ", args.momentum, " needs a momentum_buffer");
+    check_same_as_param(op, param, *buffer, "momentum_buffer");
+  }
+}
+
+void check_adam(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const std::optional<Tensor>& max_exp_avg_sq, const AdamArguments& args) {
+  const char* op = "_fused_adam_";
+  check_param(op, param, grad);
+  check_same_as_param(op, param, exp_avg, "exp_avg");
+  check_same_as_param(op, param, exp_avg_sq, "exp_avg_sq");
+  if (args.amsgrad) {
+    STRATA_CHECK_VALUE(max_exp_avg_sq.has_value(), "[", op, "] amsgrad needs a max_exp_avg_sq");
+    check_same_as_param(op, param, *max_exp_avg_sq, "max_exp_avg_sq");
+  }
+  STRATA_CHECK_VALUE(args.step >= 1, "[", op, "] step must be >= 1, got ", args.step);
+  STRATA_CHECK_VALUE(args.lr >= 0, "[", op, "] invalid learning rate ", args.lr, " (must be >= 0)");
+}
+
+// Runs fn on contiguous versions of `tensors` (themselves when already contiguous) and copies
+// the written ones back, so the element loops only see dense memory.
+template <size_t N, class Fn>
+void with_contiguous(const std::array<Tensor, N>& tensors, const Fn& fn) {
+  std::array<Tensor, N> dense;
+  for (size_t i = 0; i < N; ++i)
+    dense[i] = !tensors[i].defined() || tensors[i].is_contiguous() ? tensors[i] : detail::as_contiguous(tensors[i]);
+  fn(dense);
+  for (size_t i = 0; i < N; ++i)
+    if (tensors[i].defined() && !dense[i].is_same(tensors[i])) detail::copy_kernel(tensors[i], dense[i]);
+}
+
+template <class T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? detail::data_of<T>(t) : nullptr;
+}
+
+template <class Fn>
+void visit_floating(ScalarType dtype, const Fn& fn) {
+  visit_dtype(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+                  std::is_same_v<T, BFloat16>)
+      fn.template operator()<T>();
+  });
+}
+
+template <class T>
+void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments& args) {
+  using C = compute_type_t<T>;
+  const C lr = static_cast<C>(args.lr), momentum = static_cast<C>(args.momentum);
+  const C keep = static_cast<C>(1 - args.dampening), weight_decay = static_cast<C>(args.weight_decay);
+  const bool use_momentum = args.momentum != 0, use_weight_decay = args.weight_decay != 0;
+  parallel_for(0, n, kDefaultGrainSize, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const C p = static_cast<C>(param[i]);
+      C d = static_cast<C>(grad[i]);
+      if (args.maximize) d = -d;
+      if (use_weight_decay) d = d + weight_decay * p;
+      if (use_momentum) {
+        const C b = args.is_first_step ? d : static_cast<C>(buffer[i]) * momentum + keep * d;
+        buffer[i] = static_cast<T>(b);
+        d = args.nesterov ? d + momentum * b : b;
+      }
+      param[i] = static_cast<T>(p + (-lr) * d);
+    }
+  });
+}
+
+void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
+                   double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                   bool is_first_step) {
+  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
+  check_sgd(param, grad, momentum_buffer, args);
+  const Tensor buffer = momentum != 0 ? *momentum_buffer : Tensor();
+  with_contiguous<3>({param, grad, buffer}, [&](const std::array<Tensor, 3>& t) {
+    visit_floating(param.dtype(), [&]<class T>() {
+      sgd_loop<T>(detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), data_or_null<T>(t[2]), param.numel(), args);
+    });
+  });
+  param.impl()->bump_version();
+  if (buffer.defined()) buffer.impl()->bump_version();
+}
+
+// The scalars of one Adam step, computed in double as torch.optim does in Python.
+struct AdamScalars {
+  double step_size, bias_correction2_sqrt, param_scale;
+};
+
+AdamScalars adam_scalars(const AdamArguments& args) {
+  const double step = static_cast<double>(args.step);
+  const double bias_correction1 = 1 - std::pow(args.beta1, step);
+  const double bias_correction2 = 1 - std::pow(args.beta2, step);
+  return {args.lr / bias_correction1, std::sqrt(bias_correction2), 1 - args.lr * args.weight_decay};
+}
+
+template <class T>
+void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& args) {
+  using C = compute_type_t<T>;
+  const AdamScalars scalars = adam_scalars(args);
+  const C weight = static_cast<C>(1 - args.beta1), beta2 = static_cast<C>(args.beta2);
+  const C one_minus_beta2 = static_cast<C>(1 - args.beta2), weight_decay = static_cast<C>(args.weight_decay);
+  const C eps = static_cast<C>(args.eps), step_size = static_cast<C>(scalars.step_size);
+  const C bias_correction2_sqrt = static_cast<C>(scalars.bias_correction2_sqrt);
+  const C param_scale = static_cast<C>(scalars.param_scale);
+  const bool small_weight = std::abs(weight) < C(0.5);  // PyTorch's two-sided lerp
+  T *param = data[0], *exp_avg = data[2], *exp_avg_sq = data[3], *max_exp_avg_sq = data[4];
+  const T* grad = data[1];
+  parallel_for(0, n, kDefaultGrainSize, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      C p = static_cast<C>(param[i]);
+      C g = static_cast<C>(grad[i]);
+      if (args.maximize) g = -g;
+      if (args.decoupled_weight_decay) p = p * param_scale;
+      else if (args.weight_decay != 0) g = g + weight_decay * p;
+      const C m_old = static_cast<C>(exp_avg[i]);
+      const C m = small_weight ? m_old + weight * (g - m_old) : g - (g - m_old) * (1 - weight);
+      C v = static_cast<C>(exp_avg_sq[i]) * beta2 + one_minus_beta2 * (g * g);
+      exp_avg[i] = static_cast<T>(m);
+      exp_avg_sq[i] = static_cast<T>(v);
+      if (args.amsgrad) {
+        v = std::max(static_cast<C>(max_exp_avg_sq[i]), v);
+        max_exp_avg_sq[i] = static_cast<T>(v);
+      }
+      const C denom = std::sqrt(v) / bias_correction2_sqrt + eps;
+      param[i] = static_cast<T>(p + (-step_size) * (m / denom));
+    }
+  });
+}
+
+void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                    double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+  const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
+  check_adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args);
+  const Tensor max_sq = amsgrad ? *max_exp_avg_sq : Tensor();
+  with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_sq}, [&](const std::array<Tensor, 5>& t) {
+    visit_floating(param.dtype(), [&]<class T>() {
+      adam_loop<T>({detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), detail::data_of<T>(t[2]),
+                    detail::data_of<T>(t[3]), data_or_null<T>(t[4])},
+                   param.numel(), args);
+    });
+  });
+  for (const Tensor& t : {param, exp_avg, exp_avg_sq, max_sq})
+    if (t.defined()) t.impl()->bump_version();
+}
+
+void fused_sgd_meta(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
+                    double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                    bool is_first_step) {
+  check_sgd(param, grad, momentum_buffer, {lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step});
+}
+
+void fused_adam_meta(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                     const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                     double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+  check_adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq,
+             {step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay});
+}
+
+// Updates have no derivative: refuse leaves that require grad while recording (as every
+// in-place op does), then run the backend kernel. See Note [Fused optimizer steps].
+template <auto Op, class... Args>
+void below_autograd(const char* name, const Tensor& param, const Args&... args) {
+  autograd::detail::check_inplace(param, name);
+  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
+  Op(param, args...);
+}
+
+void fused_sgd_autograd(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer,
+                        double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                        bool maximize, bool is_first_step) {
+  below_autograd<&_fused_sgd_>("_fused_sgd_", param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
+                                nesterov, maximize, is_first_step);
+}
+
+void fused_adam_autograd(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1,
+                         double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                         bool decoupled_weight_decay) {
+  below_autograd<&_fused_adam_>("_fused_adam_", param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                                 beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay);
+}
+
+}  // namespace
+
+STRATA_LIBRARY_FRAGMENT(strata, m) {
+  m.def("_fused_sgd_(Tensor(a!) param, Tensor grad, Tensor(b!)? momentum_buffer, *, float lr, float momentum, "
+        "float dampening, float weight_decay, bool nesterov, bool maximize, bool is_first_step) -> ()");
+  m.def("_fused_adam_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
+        "Tensor(d!)? max_exp_avg_sq, *, int step, float lr, float beta1, float beta2, float weight_decay, float eps, "
+        "bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("_fused_sgd_", &fused_sgd_cpu);
+  m.impl("_fused_adam_", &fused_adam_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, Meta, m) {
+  m.impl("_fused_sgd_", &fused_sgd_meta);
+  m.impl("_fused_adam_", &fused_adam_meta);
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("_fused_sgd_", &fused_sgd_autograd);
+  m.impl("_fused_adam_", &fused_adam_autograd);
+}
+
+// ---------------------------------------------------------------------------------------
+// Free functions.
+
+void _fused_sgd_(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
+                 double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                 bool is_first_step) {
+  static const auto op = find_op("strata::_fused_sgd_")
+                             .typed<void(const Tensor&, const Tensor&, const std::optional<Tensor>&, double, double,
+                                         double, double, bool, bool, bool)>();
+  op.call(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
+}
+
+void _fused_adam_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                  double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+  static const auto op = find_op("strata::_fused_adam_")
+                             .typed<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                         const std::optional<Tensor>&, int64_t, double, double, double, double,
+                                         double, bool, bool, bool)>();
+  op.call(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
+          maximize, decoupled_weight_decay);
+}
+
+}  // namespace strata
