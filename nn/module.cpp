@@ -124,10 +124,13 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() const {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> result;
-  // The root may live on the stack (a user module used by value): alias it without owning.
-  result.emplace_back("", std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this)));
+  // The root may live on the stack (a user module used by value): then alias it without owning.
+  std::shared_ptr<Module> root = std::const_pointer_cast<Module>(weak_from_this().lock());
+  if (!root) root = std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this));
+  result.emplace_back("", std::move(root));
   for (const auto& [name, child] : children_)
-    for (auto& [sub_name, sub] : child->named_modules()) result.emplace_back(dotted(name, sub_name), sub);
+    for (auto& [sub_name, sub] : child->named_modules())
+      result.emplace_back(sub_name.empty() ? name : dotted(name, sub_name), sub);
   return result;
 }
 
@@ -164,6 +167,7 @@ void Module::to(ScalarType dtype) {
 }
 
 void Module::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
   for (const Tensor& p : parameters()) {
     const Tensor grad = p.grad();
     if (!grad.defined()) continue;
@@ -174,8 +178,9 @@ void Module::zero_grad(bool set_to_none) {
 
 std::map<std::string, Tensor> Module::state_dict() const {
   std::map<std::string, Tensor> result;
-  for (auto& [name, t] : named_parameters()) result[name] = t;
-  for (auto& [name, t] : named_buffers()) result[name] = t;
+  // Detached views, as PyTorch's state_dict(keep_vars=False): they share storage, not history.
+  for (auto& [name, t] : named_parameters()) result[name] = t.detach();
+  for (auto& [name, t] : named_buffers()) result[name] = t.detach();
   return result;
 }
 

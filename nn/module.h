@@ -28,7 +28,9 @@ namespace strata::nn {
 // Registered tensors live in slots that never move (a deque), and register_parameter and
 // register_buffer return a reference to the slot. Module::to() replaces the tensor in each
 // slot, so a member declared `Tensor& weight = register_parameter(...)` (as the built-in
-// modules do) follows it; a member holding a copy keeps the old tensor.
+// modules do) follows it; a member holding a copy keeps the old tensor. Unlike LibTorch (which
+// swaps the data under the same tensor), a converted parameter is a new tensor: build the
+// optimizer after to(), as PyTorch's documentation advises anyway.
 
 class Module;
 
@@ -73,7 +75,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // Clears each parameter's gradient: undefined when set_to_none (LibTorch's default), else zero.
   void zero_grad(bool set_to_none = true);
 
-  // Parameters and buffers by dotted name.
+  // Parameters and buffers by dotted name (detached: they share storage with the module's).
   std::map<std::string, Tensor> state_dict() const;
   // Copies values in place (no grad). Throws ValueError "[load_state_dict] ..." naming missing
   // or unexpected keys (strict) and shape mismatches.

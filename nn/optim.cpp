@@ -196,8 +196,8 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state_dict)
     const size_t dot = key.find('.', 6);
     const Tensor& param = params[std::stoul(key.substr(6, dot - 6))];
     const std::string name = key.substr(dot + 1);
-    // State follows its parameter's dtype and device (the step count keeps its own dtype).
-    Tensor value = name == "step" ? t.to(param.device()) : t.to(param.options());
+    // State follows its parameter's dtype and device; the step count stays a CPU int64.
+    Tensor value = name == "step" ? t.to(TensorOptions().dtype(kInt64).device(kCPU)) : t.to(param.options());
     state_[param.impl()][name] = value.is_same(t) ? t.clone() : value;
   }
 }

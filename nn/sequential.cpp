@@ -3,8 +3,9 @@
 
 namespace strata::nn {
 
-void SequentialImpl::append(std::shared_ptr<Module> module, std::function<Tensor(const Tensor&)> forward) {
-  register_module(std::to_string(modules_.size()), module);
+void SequentialImpl::append(std::string name, std::shared_ptr<Module> module,
+                            std::function<Tensor(const Tensor&)> forward) {
+  register_module(std::move(name), module);
   modules_.emplace_back(std::move(module), std::move(forward));
 }
 

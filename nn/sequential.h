@@ -1,5 +1,5 @@
 #pragma once
-// nn::Sequential: modules called one after another, named "0", "1", ...
+// nn::Sequential: modules called one after another, named "0", "1", ... unless named otherwise.
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,9 +28,19 @@ class SequentialImpl : public Module {
   }
   template <class M>
   void push_back(std::shared_ptr<M> module) {
+    push_back(std::to_string(modules_.size()), std::move(module));
+  }
+  // The same under a name of one's own instead of the position.
+  template <class Holder>
+    requires requires(const Holder& h) { typename Holder::ImplType; h.ptr(); }
+  void push_back(std::string name, const Holder& holder) {
+    push_back(std::move(name), holder.ptr());
+  }
+  template <class M>
+  void push_back(std::string name, std::shared_ptr<M> module) {
     static_assert(std::is_base_of_v<Module, M>, "Sequential holds Modules");
     std::shared_ptr<M> owner = module;
-    append(std::move(module), [owner](const Tensor& x) -> Tensor { return owner->forward(x); });
+    append(std::move(name), std::move(module), [owner](const Tensor& x) -> Tensor { return owner->forward(x); });
   }
 
   Tensor forward(const Tensor& input);
@@ -46,7 +56,7 @@ class SequentialImpl : public Module {
   }
 
  private:
-  void append(std::shared_ptr<Module> module, std::function<Tensor(const Tensor&)> forward);
+  void append(std::string name, std::shared_ptr<Module> module, std::function<Tensor(const Tensor&)> forward);
   [[noreturn]] void throw_wrong_type(size_t index) const;
 
   std::vector<std::pair<std::shared_ptr<Module>, std::function<Tensor(const Tensor&)>>> modules_;
@@ -56,9 +66,9 @@ class Sequential : public ModuleHolder<SequentialImpl> {
  public:
   using ModuleHolder<SequentialImpl>::ModuleHolder;
 
-  template <class M>
-  void push_back(M&& module) const {
-    get()->push_back(std::forward<M>(module));
+  template <class... Args>
+  void push_back(Args&&... args) const {
+    get()->push_back(std::forward<Args>(args)...);
   }
   size_t size() const { return get()->size(); }
   std::shared_ptr<Module> operator[](size_t index) const { return (*get())[index]; }

@@ -64,6 +64,10 @@ TEST_CASE("nn: Sequential names parameters by position and forwards through its 
   net.push_back(nn::Sigmoid());
   CHECK(net.size() == 4);
   CHECK(allclose(net(x), sigmoid(expected)));
+  net.push_back("head", nn::Linear(2, 1));
+  CHECK(net.named_parameters().back().first == "head.bias");
+  CHECK(net.named_modules()[0].second.get() == net.get());  // the root comes first
+  CHECK(net.named_modules()[5].first == "head");
   expect_error<IndexError>([&] { (void)net[7]; }, "[Sequential]", {"index 7"});
   expect_error<TypeError>([&] { (void)net->at<nn::Conv2dImpl>(0); }, "[Sequential]", {"Linear"});
 }
