@@ -8,8 +8,13 @@
 // They follow PyTorch's single-tensor formulas operation by operation (in the dtype's compute
 // type: float for float32, float16 and bfloat16; double for float64), so the results match
 // torch.optim. Scalars (lr, bias corrections) are computed in double, as Python does, and then
-// rounded to the compute type. The ops return nothing: they are updates in place, and have
-// no derivative (the Autograd kernel runs them below Autograd after the in-place check).
+// rounded to the compute type. Rounding follows ATen's vectorised CPU kernels, which run nearly
+// every element: `add(a, b, alpha)` and `lerp` are fused multiply-adds (vec::fmadd, one
+// rounding), while `addcmul` ((value * t1) * t2) and `addcdiv` ((value * t1) / t2) are not.
+// So this file spells each fused multiply-add with std::fma and is built with -ffp-contract=off
+// (CMakeLists.txt), so that no other a * b + c gets fused behind our back.
+// The ops return nothing: they are updates in place, and have no derivative (the Autograd
+// kernel runs them below Autograd after the in-place check).
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
 #include <strata/dispatch/library.h>
@@ -111,13 +116,14 @@ void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments&
       const C p = static_cast<C>(param[i]);
       C d = static_cast<C>(grad[i]);
       if (args.maximize) d = -d;
-      if (use_weight_decay) d = d + weight_decay * p;
+      if (use_weight_decay) d = std::fma(weight_decay, p, d);  // grad.add(param, alpha=weight_decay)
       if (use_momentum) {
-        const C b = args.is_first_step ? d : static_cast<C>(buffer[i]) * momentum + keep * d;
+        // buf.mul_(momentum).add_(d, alpha=1 - dampening)
+        const C b = args.is_first_step ? d : std::fma(keep, d, static_cast<C>(buffer[i]) * momentum);
         buffer[i] = static_cast<T>(b);
-        d = args.nesterov ? d + momentum * b : b;
+        d = args.nesterov ? std::fma(momentum, b, d) : b;
       }
-      param[i] = static_cast<T>(p + (-lr) * d);
+      param[i] = static_cast<T>(std::fma(-lr, d, p));  // param.add_(d, alpha=-lr)
     }
   });
 }
@@ -167,10 +173,11 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
       C g = static_cast<C>(grad[i]);
       if (args.maximize) g = -g;
       if (args.decoupled_weight_decay) p = p * param_scale;
-      else if (args.weight_decay != 0) g = g + weight_decay * p;
-      const C m_old = static_cast<C>(exp_avg[i]);
-      const C m = small_weight ? m_old + weight * (g - m_old) : g - (g - m_old) * (1 - weight);
-      C v = static_cast<C>(exp_avg_sq[i]) * beta2 + one_minus_beta2 * (g * g);
+      else if (args.weight_decay != 0) g = std::fma(weight_decay, p, g);
+      const C m_old = static_cast<C>(exp_avg[i]);  // exp_avg.lerp_(g, 1 - beta1)
+      const C m = small_weight ? std::fma(weight, g - m_old, m_old) : std::fma(weight - 1, g - m_old, g);
+      // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+      C v = static_cast<C>(exp_avg_sq[i]) * beta2 + one_minus_beta2 * g * g;
       exp_avg[i] = static_cast<T>(m);
       exp_avg_sq[i] = static_cast<T>(v);
       if (args.amsgrad) {
@@ -178,7 +185,7 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
         max_exp_avg_sq[i] = static_cast<T>(v);
       }
       const C denom = std::sqrt(v) / bias_correction2_sqrt + eps;
-      param[i] = static_cast<T>(p + (-step_size) * (m / denom));
+      param[i] = static_cast<T>(p + (-step_size) * m / denom);  // param.addcdiv_(m, denom, value=-step_size)
     }
   });
 }
