@@ -11,16 +11,18 @@
 namespace strata::nn {
 namespace {
 
-// The readable name of a module's dynamic type, without namespaces or a trailing "Impl".
-std::string type_name_of(const Module& module) {
+// A type's readable name, without namespaces or a trailing "Impl" ("Linear" for LinearImpl).
+std::string short_type_name(const char* mangled) {
   int status = 0;
-  char* demangled = abi::__cxa_demangle(typeid(module).name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : typeid(module).name();
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
   std::free(demangled);
   if (const size_t colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
   if (name.size() > 4 && name.ends_with("Impl")) name.resize(name.size() - 4);
   return name;
 }
+
+std::string type_name_of(const Module& module) { return short_type_name(typeid(module).name()); }
 
 std::string join(const std::vector<std::string>& names) {
   std::string result;
@@ -35,9 +37,9 @@ std::string dotted(const std::string& prefix, const std::string& name) {
 }  // namespace
 
 namespace detail {
-void throw_empty_holder(const std::string& impl_name) {
-  strata::detail::throw_error<Error>("[ModuleHolder] accessing an empty module handle (", impl_name,
-                                     "): construct it or assign a module to it first");
+void throw_empty_holder(const char* impl_type_name) {
+  strata::detail::throw_error<Error>("[ModuleHolder] accessing an empty ", short_type_name(impl_type_name),
+                                     " handle: construct it or assign a module to it first");
 }
 }  // namespace detail
 

@@ -122,7 +122,7 @@ template <class Impl>
 class ModuleHolder;
 
 namespace detail {
-[[noreturn]] void throw_empty_holder(const std::string& impl_name);
+[[noreturn]] void throw_empty_holder(const char* impl_type_name);
 }  // namespace detail
 
 // A shared handle to an Impl module; see Note [Modules are handles].

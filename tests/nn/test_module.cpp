@@ -87,7 +87,7 @@ TEST_CASE("nn: copies of a module handle share its parameters") {
   CHECK(alias.parameters()[0].is_same(a->weight));
   nn::Linear empty{nullptr};
   CHECK(empty.is_empty());
-  expect_error<Error>([&] { (void)empty->weight; }, "[ModuleHolder]", {"empty"});
+  expect_error<Error>([&] { (void)empty->weight; }, "[ModuleHolder]", {"empty Linear handle"});
 }
 
 TEST_CASE("nn: a user-defined module registers submodules, parameters and buffers") {
