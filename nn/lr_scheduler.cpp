@@ -16,6 +16,8 @@ void LRScheduler::step() {
   ++last_epoch_;
   std::vector<double> current;
   for (const ParamGroup& group : optimizer_.param_groups()) current.push_back(group.options().get_lr());
+  // A group added after the scheduler was made starts from its lr at this step.
+  for (size_t g = base_lrs_.size(); g < current.size(); ++g) base_lrs_.push_back(current[g]);
   last_lr_ = get_lr(current);
   for (size_t g = 0; g < last_lr_.size() && g < optimizer_.param_groups().size(); ++g)
     optimizer_.param_groups()[g].options().set_lr(last_lr_[g]);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 namespace strata::nn {
 namespace {
@@ -92,28 +93,35 @@ void Module::visit_named(const std::string& prefix, bool recurse, bool params, c
   for (const auto& [name, child] : children_) child->visit_named(dotted(prefix, name), true, params, fn);
 }
 
+// A tensor registered twice (tied weights) is listed once, under its first name, as PyTorch's
+// named_parameters(remove_duplicate=True) does; state_dict keeps every name.
+std::vector<std::pair<std::string, Tensor>> Module::unique_named(bool recurse, bool params) const {
+  std::vector<std::pair<std::string, Tensor>> result;
+  std::unordered_set<const TensorImpl*> seen;
+  visit_named("", recurse, params, [&](const std::string& name, const Tensor& t) {
+    if (seen.insert(t.impl()).second) result.emplace_back(name, t);
+  });
+  return result;
+}
+
 tensor_list Module::parameters(bool recurse) const {
   tensor_list result;
-  visit_named("", recurse, true, [&](const std::string&, const Tensor& t) { result.push_back(t); });
+  for (auto& [name, t] : unique_named(recurse, true)) result.push_back(t);
   return result;
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> result;
-  visit_named("", recurse, true, [&](const std::string& name, const Tensor& t) { result.emplace_back(name, t); });
-  return result;
+  return unique_named(recurse, true);
 }
 
 tensor_list Module::buffers(bool recurse) const {
   tensor_list result;
-  visit_named("", recurse, false, [&](const std::string&, const Tensor& t) { result.push_back(t); });
+  for (auto& [name, t] : unique_named(recurse, false)) result.push_back(t);
   return result;
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> result;
-  visit_named("", recurse, false, [&](const std::string& name, const Tensor& t) { result.emplace_back(name, t); });
-  return result;
+  return unique_named(recurse, false);
 }
 
 std::vector<std::shared_ptr<Module>> Module::children() const {
@@ -181,8 +189,8 @@ void Module::zero_grad(bool set_to_none) {
 std::map<std::string, Tensor> Module::state_dict() const {
   std::map<std::string, Tensor> result;
   // Detached views, as PyTorch's state_dict(keep_vars=False): they share storage, not history.
-  for (auto& [name, t] : named_parameters()) result[name] = t.detach();
-  for (auto& [name, t] : named_buffers()) result[name] = t.detach();
+  for (bool params : {true, false})
+    visit_named("", true, params, [&](const std::string& name, const Tensor& t) { result[name] = t.detach(); });
   return result;
 }
 

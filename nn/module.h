@@ -50,7 +50,8 @@ class Module : public std::enable_shared_from_this<Module> {
 
   const std::string& name() const { return name_; }
 
-  // Parameters in registration order, this module's before its children's; undefined ones skipped.
+  // Parameters in registration order, this module's before its children's; undefined ones
+  // skipped, and a tensor registered under several names (tied weights) listed once.
   tensor_list parameters(bool recurse = true) const;
   // Names are dotted paths: "weight", "0.weight", "fc1.bias".
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
@@ -107,6 +108,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void apply_to_tensors(const std::function<Tensor(const Tensor&)>& convert);
   template <class Fn>
   void visit_named(const std::string& prefix, bool recurse, bool params, const Fn& fn) const;
+  std::vector<std::pair<std::string, Tensor>> unique_named(bool recurse, bool params) const;
 
   std::string name_;
   std::deque<NamedTensor> parameters_;  // See Note [Parameter slots]

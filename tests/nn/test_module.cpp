@@ -185,3 +185,12 @@ TEST_CASE("nn: printing a module shows the tree") {
   user << Net();
   CHECK(user.str().rfind("Net(\n  (fc1): Linear(", 0) == 0);
 }
+
+TEST_CASE("nn: tied weights are listed once as parameters but under every name in state_dict") {
+  auto encoder = nn::Linear(3, 3), decoder = nn::Linear(3, 3, false);
+  decoder->weight = encoder->weight;  // the slot now holds the encoder's tensor
+  auto net = nn::Sequential(encoder, decoder);
+  CHECK(names_of(net.named_parameters()) == std::vector<std::string>{"0.weight", "0.bias"});
+  CHECK(net.state_dict().size() == 3);
+  CHECK(net.state_dict().count("1.weight"));
+}
