@@ -85,7 +85,7 @@ class JsonParser {
       skip_whitespace();
       expect(':');
       JsonValue member = parse_value(depth + 1);
-      value.members.emplace_back(std::move(key), std::move(member));
+      value.members.push_back({std::move(key), std::move(member)});
       skip_whitespace();
       if (peek() == ',' && !at_end()) {
         ++position_;

@@ -5,10 +5,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace strata::detail {
+
+struct JsonMember;
 
 struct JsonValue {
   enum class Kind { Null, Bool, Number, String, Array, Object };
@@ -16,7 +17,7 @@ struct JsonValue {
   bool boolean = false;
   std::string text;  // a String's decoded value, or a Number's source text
   std::vector<JsonValue> items;                            // Array
-  std::vector<std::pair<std::string, JsonValue>> members;  // Object, in file order
+  std::vector<JsonMember> members;  // Object, in file order
 
   bool is_object() const { return kind == Kind::Object; }
   bool is_array() const { return kind == Kind::Array; }
@@ -24,6 +25,11 @@ struct JsonValue {
   // A Number written as a plain non-negative integer that fits in 64 bits ("12", not "1e1").
   std::optional<uint64_t> as_uint64() const;
   const JsonValue* find(std::string_view key) const;  // Object member or nullptr
+};
+
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 // Parses one JSON value (surrounding whitespace allowed). Throws ValueError whose message is
