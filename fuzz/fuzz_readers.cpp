@@ -1,0 +1,33 @@
+// libFuzzer target for strata's file readers: .npy, safetensors and IDX parsed from memory.
+// Malformed input must end in a strata::Error; any other exception, a crash or a sanitizer
+// report is a finding. Seeds: fuzz/corpus/readers/.
+//
+// Build (see fuzz/CMakeLists.txt for the CMake way), e.g. against a libstrata in build/:
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Ibuild/include \
+//     fuzz/fuzz_readers.cpp tensor/serialize.cpp tensor/safetensors.cpp tensor/json.cpp \
+//     nn/data.cpp -Lbuild -lstrata -lz -Wl,-rpath,$PWD/build -o fuzz_readers
+//   ./fuzz_readers -max_len=4096 fuzz/corpus/readers
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include <strata/nn/data.h>
+#include <strata/tensor/serialize.h>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::span<const uint8_t> bytes(data, size);
+  try {
+    strata::load_npy_bytes(bytes, "fuzz.npy");
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::SafetensorsMetadata metadata;
+    strata::load_safetensors_bytes(bytes, "fuzz.safetensors", &metadata);
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::data::read_idx_bytes(bytes, "fuzz.idx");
+  } catch (const strata::Error&) {
+  }
+  return 0;
+}
