@@ -68,10 +68,10 @@ double ProgressBar::elapsed_seconds() const {
 void ProgressBar::update(int64_t steps, const Metrics& metrics) {
   if (finished_) return;
   count_ += steps;
-  for (const auto& [name, value] : metrics) {
-    auto it = std::find_if(metrics_.begin(), metrics_.end(), [&](const auto& m) { return m.first == name; });
-    if (it == metrics_.end()) metrics_.emplace_back(name, value);
-    else it->second = value;
+  for (const auto& metric : metrics) {  // not a structured binding: clang 14 cannot capture those
+    auto it = std::find_if(metrics_.begin(), metrics_.end(), [&](const auto& m) { return m.first == metric.first; });
+    if (it == metrics_.end()) metrics_.push_back(metric);
+    else it->second = metric.second;
   }
   if (total_ > 0 && count_ >= total_) {
     finish();
