@@ -231,10 +231,11 @@ TEST_CASE("safetensors: round trips are bit-exact for every dtype, with metadata
   save_safetensors(path, tensors, metadata);
   std::map<std::string, Tensor> loaded = load_safetensors(path);
   REQUIRE(loaded.size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& entry : tensors) {  // not a structured binding: clang 14's INFO cannot capture those
+    const std::string& name = entry.first;
     INFO("tensor ", name);
     REQUIRE(loaded.count(name) == 1);
-    CHECK(same_bits(loaded[name], t.contiguous()));
+    CHECK(same_bits(loaded[name], entry.second.contiguous()));
   }
   CHECK(load_safetensors_metadata(path) == metadata);
   std::remove(path.c_str());
