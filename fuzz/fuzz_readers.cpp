@@ -1,4 +1,4 @@
-// libFuzzer target for strata's file readers: .npy, safetensors and IDX parsed from memory.
+// libFuzzer target for strata's file readers: .npy, safetensors, IDX and CSV parsed from memory.
 // Malformed input must end in a strata::Error; any other exception, a crash or a sanitizer
 // report is a finding. Seeds: fuzz/corpus/readers/.
 //
@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include <strata/nn/data.h>
 #include <strata/tensor/serialize.h>
@@ -27,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     strata::data::read_idx_bytes(bytes, "fuzz.idx");
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::data::parse_csv(std::string_view(reinterpret_cast<const char*>(data), size), strata::kFloat64, false, "fuzz.csv");
   } catch (const strata::Error&) {
   }
   return 0;

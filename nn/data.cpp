@@ -196,10 +196,8 @@ bool parse_csv_number(std::string_view field, double& value) {
 
 }  // namespace
 
-Tensor read_csv(const std::string& path, ScalarType dtype, bool header) {
+Tensor parse_csv(std::string_view text, ScalarType dtype, bool header, std::string_view source) {
   STRATA_CHECK_TYPE(dtype == kFloat32 || dtype == kFloat64, "[read_csv] dtype must be Float32 or Float64, got ", dtype);
-  std::vector<uint8_t> bytes = read_maybe_gzip(path, "read_csv");
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   std::vector<double> values;
   int64_t columns = -1, rows = 0, line_number = 0;
   size_t position = 0;
@@ -218,7 +216,7 @@ Tensor read_csv(const std::string& path, ScalarType dtype, bool header) {
       std::string_view field = line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
       double value = 0;
       if (!parse_csv_number(field, value))
-        strata::detail::throw_error<ValueError>("[read_csv] '", path, "' line ", line_number, ", column ", fields + 1,
+        strata::detail::throw_error<ValueError>("[read_csv] ", source, " line ", line_number, ", column ", fields + 1,
                                                 ": '", field, "' is not a number");
       values.push_back(value);
       ++fields;
@@ -227,12 +225,19 @@ Tensor read_csv(const std::string& path, ScalarType dtype, bool header) {
     }
     if (columns < 0) columns = fields;
     if (fields != columns)
-      strata::detail::throw_error<ValueError>("[read_csv] '", path, "' line ", line_number, " has ", fields,
+      strata::detail::throw_error<ValueError>("[read_csv] ", source, " line ", line_number, " has ", fields,
                                               " columns but earlier lines have ", columns);
     ++rows;
   }
   if (rows == 0) return empty({0, 0}, dtype);
   return tensor(values, {rows, columns}, dtype);
+}
+
+Tensor read_csv(const std::string& path, ScalarType dtype, bool header) {
+  STRATA_CHECK_TYPE(dtype == kFloat32 || dtype == kFloat64, "[read_csv] dtype must be Float32 or Float64, got ", dtype);
+  std::vector<uint8_t> bytes = read_maybe_gzip(path, "read_csv");
+  return parse_csv(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), dtype, header,
+                   "'" + path + "'");
 }
 
 Example load_digits(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -113,6 +114,8 @@ Example load_mnist(const std::string& directory, bool train);
 // A numeric CSV file (plain or gzip) as a [rows, columns] tensor of `dtype` (Float32 or
 // Float64). Blank lines are skipped; `header` skips the first line.
 Tensor read_csv(const std::string& path, ScalarType dtype = kFloat32, bool header = false);
+Tensor parse_csv(std::string_view text, ScalarType dtype = kFloat32, bool header = false,
+                 std::string_view source = "<memory>");
 
 // The UCI handwritten digits CSV (64 pixels 0..16, then the label; samples/data/digits.csv.gz):
 // images Float32 [N, 64] scaled to [0, 1] (divided by 16), labels Int64 [N].

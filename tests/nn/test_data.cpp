@@ -241,6 +241,10 @@ TEST_CASE("data: read_csv reads numbers and names the line of a fault") {
   write_text(path, "1,,2\n");
   expect_error<ValueError>([&] { data::read_csv(path); }, "[read_csv]", {"line 1", "column 2"});
   expect_error<TypeError>([&] { data::read_csv(path, kInt64); }, "[read_csv]", {"Float32"});
+  CHECK(double_values(data::parse_csv("7,8\n9,10")) == std::vector<double>{7, 8, 9, 10});
+  expect_error<ValueError>([] { data::parse_csv("1\n1e999\n", kFloat64, false, "mem.csv"); }, "[read_csv] mem.csv",
+                           {"line 2", "'1e999'"});
+  CHECK(data::parse_csv("").sizes().vec() == std::vector<int64_t>{0, 0});
   std::remove(path.c_str());
   std::remove((path + ".gz").c_str());
 }
