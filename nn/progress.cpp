@@ -198,89 +198,113 @@ struct Axis {
 
 std::string tick_label(double value) { return format("%g", std::abs(value) < 1e-12 ? 0.0 : value); }
 
+// The smallest and largest finite values seen.
+struct Range {
+  double low = 0, high = 1;
+  bool any = false;
+  void add(double value) {
+    if (!std::isfinite(value)) return;
+    low = any ? std::min(low, value) : value;
+    high = any ? std::max(high, value) : value;
+    any = true;
+  }
+};
+
+// Note [LossCurve chart layout]
+// An 800x450 canvas; the plot sits inside fixed margins, with step on the x axis, loss on the
+// left axis and accuracy (when any was recorded) on the right one. Lines are SVG polylines,
+// one vertex per finite value, so a reader (or a test) can count the points.
 constexpr double kWidth = 800, kHeight = 450, kLeft = 70, kRight = 70, kTop = 50, kBottom = 60;
 constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - kTop - kBottom;
+constexpr const char* kLossColor = "#1f77b4";
+constexpr const char* kAccuracyColor = "#d62728";
+
+class Chart {
+ public:
+  Chart(const Axis& x, const Axis& loss, const Axis& accuracy, bool has_accuracy)
+      : x_(x), loss_(loss), accuracy_(accuracy), has_accuracy_(has_accuracy) {}
+
+  double x_of(double step) const { return kLeft + kPlotWidth * x_.fraction(step); }
+  double y_of(const Axis& axis, double value) const { return kTop + kPlotHeight * (1 - axis.fraction(value)); }
+  const Axis& loss_axis() const { return loss_; }
+  const Axis& accuracy_axis() const { return accuracy_; }
+
+  void write_frame(std::ostream& svg, const std::string& title) const {
+    svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+        << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
+        << "</text>\n";
+    for (double v = x_.low; v <= x_.high + x_.tick / 2; v += x_.tick)
+      svg << "<line x1=\"" << x_of(v) << "\" y1=\"" << kTop << "\" x2=\"" << x_of(v) << "\" y2=\"" << kTop + kPlotHeight
+          << "\" stroke=\"#eee\"/><text x=\"" << x_of(v) << "\" y=\"" << kTop + kPlotHeight + 18
+          << "\" text-anchor=\"middle\">" << tick_label(v) << "</text>\n";
+    for (double v = loss_.low; v <= loss_.high + loss_.tick / 2; v += loss_.tick)
+      svg << "<line x1=\"" << kLeft << "\" y1=\"" << y_of(loss_, v) << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\""
+          << y_of(loss_, v) << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 8 << "\" y=\"" << y_of(loss_, v) + 4
+          << "\" text-anchor=\"end\">" << tick_label(v) << "</text>\n";
+    if (has_accuracy_)
+      for (double v = accuracy_.low; v <= accuracy_.high + accuracy_.tick / 2; v += accuracy_.tick)
+        svg << "<text x=\"" << kLeft + kPlotWidth + 8 << "\" y=\"" << y_of(accuracy_, v) + 4 << "\" fill=\""
+            << kAccuracyColor << "\">" << tick_label(v) << "</text>\n";
+    svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
+        << "\" fill=\"none\" stroke=\"black\"/>\n"
+        << "<text x=\"" << kLeft + kPlotWidth / 2 << "\" y=\"" << kHeight - 15 << "\" text-anchor=\"middle\">step</text>\n"
+        << "<text transform=\"translate(20 " << kTop + kPlotHeight / 2 << ") rotate(-90)\" text-anchor=\"middle\" fill=\""
+        << kLossColor << "\">loss</text>\n";
+    if (has_accuracy_)
+      svg << "<text transform=\"translate(" << kWidth - 20 << ' ' << kTop + kPlotHeight / 2
+          << ") rotate(90)\" text-anchor=\"middle\" fill=\"" << kAccuracyColor << "\">accuracy</text>\n";
+  }
+
+  // vertices: (step, value) pairs with finite values.
+  void write_line(std::ostream& svg, const char* name, const char* color, const Axis& axis,
+                  const std::vector<std::pair<double, double>>& vertices) const {
+    svg << "<polyline class=\"" << name << "\" fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"";
+    for (size_t i = 0; i < vertices.size(); ++i)
+      svg << (i ? " " : "") << format("%.1f", x_of(vertices[i].first)) << ','
+          << format("%.1f", y_of(axis, vertices[i].second));
+    svg << "\"/>\n";
+  }
+
+  void write_legend_entry(std::ostream& svg, int row, const char* color, const char* label) const {
+    double y = kTop + 14 + 18 * row;
+    svg << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << y << "\" x2=\"" << kLeft + 30 << "\" y2=\"" << y
+        << "\" stroke=\"" << color << "\" stroke-width=\"2\"/><text x=\"" << kLeft + 35 << "\" y=\"" << y + 4 << "\">"
+        << label << "</text>\n";
+  }
+
+ private:
+  Axis x_, loss_, accuracy_;
+  bool has_accuracy_;
+};
 
 }  // namespace
 
 std::string LossCurve::to_svg(const std::string& title) const {
-  double min_step = 0, max_step = 1, min_loss = 0, max_loss = 1, min_accuracy = 0, max_accuracy = 1;
-  bool any_loss = false, any_accuracy = false;
-  for (size_t i = 0; i < points_.size(); ++i) {
-    const Point& p = points_[i];
-    min_step = i ? std::min<double>(min_step, p.step) : p.step;
-    max_step = i ? std::max<double>(max_step, p.step) : p.step;
-    if (std::isfinite(p.loss)) {
-      min_loss = any_loss ? std::min(min_loss, p.loss) : p.loss;
-      max_loss = any_loss ? std::max(max_loss, p.loss) : p.loss;
-      any_loss = true;
-    }
+  Range steps, losses, accuracies;
+  std::vector<std::pair<double, double>> loss_line, accuracy_line;
+  for (const Point& p : points_) {
+    steps.add(static_cast<double>(p.step));
+    losses.add(p.loss);
+    if (std::isfinite(p.loss)) loss_line.emplace_back(p.step, p.loss);
     if (p.accuracy && std::isfinite(*p.accuracy)) {
-      min_accuracy = any_accuracy ? std::min(min_accuracy, *p.accuracy) : *p.accuracy;
-      max_accuracy = any_accuracy ? std::max(max_accuracy, *p.accuracy) : *p.accuracy;
-      any_accuracy = true;
+      accuracies.add(*p.accuracy);
+      accuracy_line.emplace_back(p.step, *p.accuracy);
     }
   }
-  if (max_step == min_step) max_step = min_step + 1;
+  if (steps.high == steps.low) steps.high = steps.low + 1;
   // Accuracies in [0, 1] get the full [0, 1] axis, so runs compare at a glance.
-  if (min_accuracy >= 0 && max_accuracy <= 1) min_accuracy = 0, max_accuracy = 1;
-  Axis x_axis(min_step, max_step, 8), loss_axis(min_loss, max_loss), accuracy_axis(min_accuracy, max_accuracy);
-  auto x_of = [&](double step) { return kLeft + kPlotWidth * x_axis.fraction(step); };
-  auto y_of = [&](const Axis& axis, double value) { return kTop + kPlotHeight * (1 - axis.fraction(value)); };
+  if (accuracies.low >= 0 && accuracies.high <= 1) accuracies.low = 0, accuracies.high = 1;
+  Chart chart(Axis(steps.low, steps.high, 8), Axis(losses.low, losses.high), Axis(accuracies.low, accuracies.high),
+              accuracies.any);
 
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
-      << "</text>\n";
-  // Grid, ticks and labels.
-  for (double v = x_axis.low; v <= x_axis.high + x_axis.tick / 2; v += x_axis.tick) {
-    double x = x_of(v);
-    svg << "<line x1=\"" << x << "\" y1=\"" << kTop << "\" x2=\"" << x << "\" y2=\"" << kTop + kPlotHeight
-        << "\" stroke=\"#eee\"/><text x=\"" << x << "\" y=\"" << kTop + kPlotHeight + 18
-        << "\" text-anchor=\"middle\">" << tick_label(v) << "</text>\n";
-  }
-  for (double v = loss_axis.low; v <= loss_axis.high + loss_axis.tick / 2; v += loss_axis.tick) {
-    double y = y_of(loss_axis, v);
-    svg << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y
-        << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
-        << tick_label(v) << "</text>\n";
-  }
-  if (any_accuracy)
-    for (double v = accuracy_axis.low; v <= accuracy_axis.high + accuracy_axis.tick / 2; v += accuracy_axis.tick)
-      svg << "<text x=\"" << kLeft + kPlotWidth + 8 << "\" y=\"" << y_of(accuracy_axis, v) + 4 << "\" fill=\"#d62728\">"
-          << tick_label(v) << "</text>\n";
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
-      << "\" fill=\"none\" stroke=\"black\"/>\n"
-      << "<text x=\"" << kLeft + kPlotWidth / 2 << "\" y=\"" << kHeight - 15 << "\" text-anchor=\"middle\">step</text>\n"
-      << "<text transform=\"translate(20 " << kTop + kPlotHeight / 2
-      << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#1f77b4\">loss</text>\n";
-  if (any_accuracy)
-    svg << "<text transform=\"translate(" << kWidth - 20 << ' ' << kTop + kPlotHeight / 2
-        << ") rotate(90)\" text-anchor=\"middle\" fill=\"#d62728\">accuracy</text>\n";
-
-  // The lines.
-  auto polyline = [&](const char* name, const char* color, const Axis& axis, auto value_of) {
-    svg << "<polyline class=\"" << name << "\" fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"";
-    bool first = true;
-    for (const Point& p : points_) {
-      std::optional<double> value = value_of(p);
-      if (!value || !std::isfinite(*value)) continue;
-      svg << (first ? "" : " ") << format("%.1f", x_of(p.step)) << ',' << format("%.1f", y_of(axis, *value));
-      first = false;
-    }
-    svg << "\"/>\n";
-  };
-  if (any_loss) polyline("loss", "#1f77b4", loss_axis, [](const Point& p) { return std::optional<double>(p.loss); });
-  if (any_accuracy) polyline("accuracy", "#d62728", accuracy_axis, [](const Point& p) { return p.accuracy; });
-  // Legend.
-  svg << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << kTop + 14 << "\" x2=\"" << kLeft + 30 << "\" y2=\"" << kTop + 14
-      << "\" stroke=\"#1f77b4\" stroke-width=\"2\"/><text x=\"" << kLeft + 35 << "\" y=\"" << kTop + 18 << "\">loss</text>\n";
-  if (any_accuracy)
-    svg << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << kTop + 32 << "\" x2=\"" << kLeft + 30 << "\" y2=\"" << kTop + 32
-        << "\" stroke=\"#d62728\" stroke-width=\"2\"/><text x=\"" << kLeft + 35 << "\" y=\"" << kTop + 36
-        << "\">accuracy</text>\n";
+  chart.write_frame(svg, title);
+  if (losses.any) chart.write_line(svg, "loss", kLossColor, chart.loss_axis(), loss_line);
+  if (accuracies.any) chart.write_line(svg, "accuracy", kAccuracyColor, chart.accuracy_axis(), accuracy_line);
+  chart.write_legend_entry(svg, 0, kLossColor, "loss");
+  if (accuracies.any) chart.write_legend_entry(svg, 1, kAccuracyColor, "accuracy");
   svg << "</svg>\n";
   return svg.str();
 }
