@@ -7,10 +7,19 @@
 //     fuzz/fuzz_readers.cpp tensor/serialize.cpp tensor/safetensors.cpp tensor/json.cpp \
 //     nn/data.cpp -Lbuild -lstrata -lz -Wl,-rpath,$PWD/build -o fuzz_readers
 //   ./fuzz_readers -max_len=4096 fuzz/corpus/readers
+// The reader sources are compiled into the target (instrumented for coverage and the
+// sanitizers); the rest comes from an ordinary libstrata. clang 14 cannot build all of
+// libstrata (libstdc++ 12's std::source_location needs clang 15).
+// Without libFuzzer (e.g. GCC with -fsanitize=address,undefined), -DSTRATA_FUZZ_STANDALONE adds
+// a main() that runs each file named on the command line once: a corpus replay.
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include <strata/nn/data.h>
 #include <strata/tensor/serialize.h>
@@ -36,3 +45,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+#ifdef STRATA_FUZZ_STANDALONE
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::ifstream file(argv[i], std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+  }
+  std::cout << "ran " << argc - 1 << " inputs\n";
+  return 0;
+}
+#endif
