@@ -1,0 +1,59 @@
+// libFuzzer target for strata's file readers: .npy, safetensors, IDX and CSV parsed from memory.
+// Malformed input must end in a strata::Error; any other exception, a crash or a sanitizer
+// report is a finding. Seeds: fuzz/corpus/readers/.
+//
+// Build (see fuzz/CMakeLists.txt for the CMake way), e.g. against a libstrata in build/:
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Ibuild/include \
+//     fuzz/fuzz_readers.cpp tensor/serialize.cpp tensor/safetensors.cpp tensor/json.cpp \
+//     nn/data.cpp -Lbuild -lstrata -lz -Wl,-rpath,$PWD/build -o fuzz_readers
+//   ./fuzz_readers -max_len=4096 fuzz/corpus/readers
+// The reader sources are compiled into the target (instrumented for coverage and the
+// sanitizers); the rest comes from an ordinary libstrata. clang 14 cannot build all of
+// libstrata (libstdc++ 12's std::source_location needs clang 15).
+// Without libFuzzer (e.g. GCC with -fsanitize=address,undefined), -DSTRATA_FUZZ_STANDALONE adds
+// a main() that runs each file named on the command line once: a corpus replay.
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <strata/nn/data.h>
+#include <strata/tensor/serialize.h>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::span<const uint8_t> bytes(data, size);
+  try {
+    strata::load_npy_bytes(bytes, "fuzz.npy");
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::SafetensorsMetadata metadata;
+    strata::load_safetensors_bytes(bytes, "fuzz.safetensors", &metadata);
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::data::read_idx_bytes(bytes, "fuzz.idx");
+  } catch (const strata::Error&) {
+  }
+  try {
+    strata::data::parse_csv(std::string_view(reinterpret_cast<const char*>(data), size), strata::kFloat64, false, "fuzz.csv");
+  } catch (const strata::Error&) {
+  }
+  return 0;
+}
+
+#ifdef STRATA_FUZZ_STANDALONE
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::ifstream file(argv[i], std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+  }
+  std::cout << "ran " << argc - 1 << " inputs\n";
+  return 0;
+}
+#endif
