@@ -75,7 +75,14 @@ std::string demangle(const char* mangled) {
   return result;
 }
 
-std::string format_site(const char* file, int line) { return str_cat(file, ":", line); }
+// Sites are shown relative to the source tree: -fmacro-prefix-map strips the tree's absolute
+// prefix, and a compiler cache that rewrites paths relative to the build folder
+// (CCACHE_BASEDIR) leaves "../../ops/unary.cpp", whose leading "../" and "./" go here.
+std::string format_site(const char* file, int line) {
+  std::string_view path(file);
+  while (path.starts_with("../") || path.starts_with("./")) path.remove_prefix(path[1] == '/' ? 2 : 3);
+  return str_cat(path, ":", line);
+}
 std::string format_site(const std::source_location& where) { return format_site(where.file_name(), where.line()); }
 
 [[noreturn]] void internal_assert_fail(const char* file, int line, const char* condition, const std::string& message) {
