@@ -6,4 +6,4 @@ export CCACHE_BASEDIR="$PWD"
 bash scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
-./build/samples/custom_op
+./build/samples/train_fashion_mnist "$@"   # defaults: MLP, 5 epochs; --help for options
