@@ -105,27 +105,46 @@ void visit_floating(ScalarType dtype, const Fn& fn) {
   });
 }
 
+// The constants of one SGD step in the compute type, passed by value so that the element loop
+// keeps them in registers (a store through param could otherwise alias them) and vectorises.
+template <class C>
+struct SgdConstants {
+  C lr, momentum, keep, weight_decay;
+  bool use_momentum, use_weight_decay, nesterov, maximize, is_first_step;
+};
+
+template <class T, class C>
+void sgd_range(T* __restrict param, const T* __restrict grad, T* __restrict buffer, int64_t begin, int64_t end,
+               const SgdConstants<C> k) {
+  for (int64_t i = begin; i < end; ++i) {
+    const C p = static_cast<C>(param[i]);
+    C d = static_cast<C>(grad[i]);
+    if (k.maximize) d = -d;
+    if (k.use_weight_decay) d = std::fma(k.weight_decay, p, d);  // grad.add(param, alpha=weight_decay)
+    if (k.use_momentum) {
+      // buf.mul_(momentum).add_(d, alpha=1 - dampening)
+      const C b = k.is_first_step ? d : std::fma(k.keep, d, static_cast<C>(buffer[i]) * k.momentum);
+      buffer[i] = static_cast<T>(b);
+      d = k.nesterov ? std::fma(k.momentum, b, d) : b;
+    }
+    param[i] = static_cast<T>(std::fma(-k.lr, d, p));  // param.add_(d, alpha=-lr)
+  }
+}
+
 template <class T>
 void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments& args) {
   using C = compute_type_t<T>;
-  const C lr = static_cast<C>(args.lr), momentum = static_cast<C>(args.momentum);
-  const C keep = static_cast<C>(1 - args.dampening), weight_decay = static_cast<C>(args.weight_decay);
-  const bool use_momentum = args.momentum != 0, use_weight_decay = args.weight_decay != 0;
-  parallel_for(0, n, kDefaultGrainSize, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const C p = static_cast<C>(param[i]);
-      C d = static_cast<C>(grad[i]);
-      if (args.maximize) d = -d;
-      if (use_weight_decay) d = std::fma(weight_decay, p, d);  // grad.add(param, alpha=weight_decay)
-      if (use_momentum) {
-        // buf.mul_(momentum).add_(d, alpha=1 - dampening)
-        const C b = args.is_first_step ? d : std::fma(keep, d, static_cast<C>(buffer[i]) * momentum);
-        buffer[i] = static_cast<T>(b);
-        d = args.nesterov ? std::fma(momentum, b, d) : b;
-      }
-      param[i] = static_cast<T>(std::fma(-lr, d, p));  // param.add_(d, alpha=-lr)
-    }
-  });
+  const SgdConstants<C> constants{static_cast<C>(args.lr),
+                                  static_cast<C>(args.momentum),
+                                  static_cast<C>(1 - args.dampening),
+                                  static_cast<C>(args.weight_decay),
+                                  args.momentum != 0,
+                                  args.weight_decay != 0,
+                                  args.nesterov,
+                                  args.maximize,
+                                  args.is_first_step};
+  parallel_for(0, n, kDefaultGrainSize,
+               [=](int64_t begin, int64_t end) { sgd_range<T, C>(param, grad, buffer, begin, end, constants); });
 }
 
 void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
@@ -155,38 +174,61 @@ AdamScalars adam_scalars(const AdamArguments& args) {
   return {args.lr / bias_correction1, std::sqrt(bias_correction2), 1 - args.lr * args.weight_decay};
 }
 
+// As SgdConstants, for one Adam step.
+template <class C>
+struct AdamConstants {
+  C weight, beta2, one_minus_beta2, weight_decay, eps, step_size, bias_correction2_sqrt, param_scale, grad_sign;
+  bool small_weight, l2_weight_decay, amsgrad;
+};
+
+// Flags become exact factors (a sign, a scale of 1) or selects between two computed values, so
+// the loop stays free of branches and vectorises; amsgrad's extra store is a template parameter.
+template <class T, class C, bool Amsgrad>
+void adam_range(T* __restrict param, const T* __restrict grad, T* __restrict exp_avg, T* __restrict exp_avg_sq,
+                T* __restrict max_exp_avg_sq, int64_t begin, int64_t end, const AdamConstants<C> k) {
+  for (int64_t i = begin; i < end; ++i) {
+    const C p_old = static_cast<C>(param[i]);
+    const C g_raw = static_cast<C>(grad[i]);
+    const C g_signed = g_raw * k.grad_sign;  // -1 when maximizing: exact
+    const C p = p_old * k.param_scale;        // 1 unless AdamW's decay: exact
+    const C g_decayed = std::fma(k.weight_decay, p, g_signed);  // computed always, then selected
+    const C g = k.l2_weight_decay ? g_decayed : g_signed;
+    const C m_old = static_cast<C>(exp_avg[i]);  // exp_avg.lerp_(g, 1 - beta1)
+    const C m_from_old = std::fma(k.weight, g - m_old, m_old), m_from_new = std::fma(k.weight - 1, g - m_old, g);
+    const C m = k.small_weight ? m_from_old : m_from_new;
+    // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    C v = static_cast<C>(exp_avg_sq[i]) * k.beta2 + k.one_minus_beta2 * g * g;
+    exp_avg[i] = static_cast<T>(m);
+    exp_avg_sq[i] = static_cast<T>(v);
+    if constexpr (Amsgrad) {
+      v = std::max(static_cast<C>(max_exp_avg_sq[i]), v);
+      max_exp_avg_sq[i] = static_cast<T>(v);
+    }
+    const C denom = std::sqrt(v) / k.bias_correction2_sqrt + k.eps;
+    param[i] = static_cast<T>(p + (-k.step_size) * m / denom);  // param.addcdiv_(m, denom, value=-step_size)
+  }
+}
+
 template <class T>
 void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& args) {
   using C = compute_type_t<T>;
   const AdamScalars scalars = adam_scalars(args);
-  const C weight = static_cast<C>(1 - args.beta1), beta2 = static_cast<C>(args.beta2);
-  const C one_minus_beta2 = static_cast<C>(1 - args.beta2), weight_decay = static_cast<C>(args.weight_decay);
-  const C eps = static_cast<C>(args.eps), step_size = static_cast<C>(scalars.step_size);
-  const C bias_correction2_sqrt = static_cast<C>(scalars.bias_correction2_sqrt);
-  const C param_scale = static_cast<C>(scalars.param_scale);
-  const bool small_weight = std::abs(weight) < C(0.5);  // PyTorch's two-sided lerp
-  T *param = data[0], *exp_avg = data[2], *exp_avg_sq = data[3], *max_exp_avg_sq = data[4];
-  const T* grad = data[1];
-  parallel_for(0, n, kDefaultGrainSize, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      C p = static_cast<C>(param[i]);
-      C g = static_cast<C>(grad[i]);
-      if (args.maximize) g = -g;
-      if (args.decoupled_weight_decay) p = p * param_scale;
-      else if (args.weight_decay != 0) g = std::fma(weight_decay, p, g);
-      const C m_old = static_cast<C>(exp_avg[i]);  // exp_avg.lerp_(g, 1 - beta1)
-      const C m = small_weight ? std::fma(weight, g - m_old, m_old) : std::fma(weight - 1, g - m_old, g);
-      // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-      C v = static_cast<C>(exp_avg_sq[i]) * beta2 + one_minus_beta2 * g * g;
-      exp_avg[i] = static_cast<T>(m);
-      exp_avg_sq[i] = static_cast<T>(v);
-      if (args.amsgrad) {
-        v = std::max(static_cast<C>(max_exp_avg_sq[i]), v);
-        max_exp_avg_sq[i] = static_cast<T>(v);
-      }
-      const C denom = std::sqrt(v) / bias_correction2_sqrt + eps;
-      param[i] = static_cast<T>(p + (-step_size) * m / denom);  // param.addcdiv_(m, denom, value=-step_size)
-    }
+  const C weight = static_cast<C>(1 - args.beta1);
+  const AdamConstants<C> constants{weight,
+                                   static_cast<C>(args.beta2),
+                                   static_cast<C>(1 - args.beta2),
+                                   static_cast<C>(args.weight_decay),
+                                   static_cast<C>(args.eps),
+                                   static_cast<C>(scalars.step_size),
+                                   static_cast<C>(scalars.bias_correction2_sqrt),
+                                   args.decoupled_weight_decay ? static_cast<C>(scalars.param_scale) : C(1),
+                                   args.maximize ? C(-1) : C(1),
+                                   std::abs(weight) < C(0.5),  // PyTorch's two-sided lerp
+                                   args.weight_decay != 0 && !args.decoupled_weight_decay,
+                                   args.amsgrad};
+  parallel_for(0, n, kDefaultGrainSize, [=](int64_t begin, int64_t end) {
+    if (constants.amsgrad) adam_range<T, C, true>(data[0], data[1], data[2], data[3], data[4], begin, end, constants);
+    else adam_range<T, C, false>(data[0], data[1], data[2], data[3], data[4], begin, end, constants);
   });
 }
 
