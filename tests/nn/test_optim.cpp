@@ -268,3 +268,27 @@ TEST_CASE("optim: a two-layer MLP fits a toy problem") {
   const double accuracy = eq(argmax(net.forward(x), 1), y).to(kFloat32).mean().item<double>();
   CHECK(accuracy > 0.9);
 }
+
+TEST_CASE("optim: the Training section of API.md compiles and runs as written") {
+  manual_seed(6);
+  auto net = nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 10));
+  const Tensor x = randn({8, 784}), target = randint(10, {8});
+  Tensor logits = net.forward(x);
+  CHECK(logits.sizes() == IntArrayRef{8, 10});
+  CHECK(net.parameters().size() == 4);
+  CHECK(net.named_parameters()[0].first == "0.weight");
+  net.train();
+  net.eval();
+  net.to(kCPU);
+  net.zero_grad();
+  optim::SGD sgd(net.parameters(), optim::SGDOptions(0.1).momentum(0.9).dampening(0).weight_decay(1e-4).nesterov(false));
+  optim::Adam adam(net.parameters(), optim::AdamOptions(1e-3).betas({0.9, 0.999}).eps(1e-8).weight_decay(0));
+  optim::AdamW adamw(net.parameters(), optim::AdamWOptions(1e-3));
+  for (optim::Optimizer* optimizer : std::vector<optim::Optimizer*>{&sgd, &adam, &adamw}) {
+    optimizer->zero_grad();
+    Tensor loss = cross_entropy(net.forward(x), target);
+    loss.backward();
+    optimizer->step();
+  }
+  CHECK_FALSE(equal(net.forward(x), logits));
+}
