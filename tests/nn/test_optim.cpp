@@ -232,6 +232,9 @@ TEST_CASE("optim: load_state_dict rejects a dict of another shape") {
   optim::SGD two_params({p, r}, optim::SGDOptions(0.1));
   expect_error<ValueError>([&] { two_params.load_state_dict(sgd.state_dict()); }, "[load_state_dict]",
                            {"group 0 has 2 parameters"});
+  auto malformed = sgd.state_dict();
+  malformed["state.x.momentum_buffer"] = ones({2});
+  expect_error<ValueError>([&] { sgd.load_state_dict(malformed); }, "[load_state_dict]", {"malformed key"});
 }
 
 TEST_CASE("optim: bad options name the optimizer and the option") {
