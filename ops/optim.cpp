@@ -109,26 +109,30 @@ void visit_floating(ScalarType dtype, const Fn& fn) {
 }
 
 // The constants of one SGD step in the compute type, passed by value so that the element loop
-// keeps them in registers (a store through param could otherwise alias them) and vectorises.
+// keeps them in registers (a store through param could otherwise alias them). Flags become
+// exact factors (grad_sign) or selects between computed values, so the loop has no branches and
+// vectorises; momentum's extra store is a template parameter.
 template <class C>
 struct SgdConstants {
-  C lr, momentum, keep, weight_decay;
-  bool use_momentum, use_weight_decay, nesterov, maximize, is_first_step;
+  C lr, momentum, keep, weight_decay, grad_sign;
+  bool use_weight_decay, nesterov, is_first_step;
 };
 
-template <class T, class C>
+template <class T, class C, bool Momentum>
 void sgd_range(T* __restrict param, const T* __restrict grad, T* __restrict buffer, int64_t begin, int64_t end,
                const SgdConstants<C> k) {
   for (int64_t i = begin; i < end; ++i) {
     const C p = static_cast<C>(param[i]);
-    C d = static_cast<C>(grad[i]);
-    if (k.maximize) d = -d;
-    if (k.use_weight_decay) d = std::fma(k.weight_decay, p, d);  // grad.add(param, alpha=weight_decay)
-    if (k.use_momentum) {
-      // buf.mul_(momentum).add_(d, alpha=1 - dampening)
-      const C b = k.is_first_step ? d : std::fma(k.keep, d, static_cast<C>(buffer[i]) * k.momentum);
+    const C g = static_cast<C>(grad[i]) * k.grad_sign;
+    const C g_decayed = std::fma(k.weight_decay, p, g);  // grad.add(param, alpha=weight_decay)
+    C d = k.use_weight_decay ? g_decayed : g;
+    if constexpr (Momentum) {
+      // The first buffer is d itself; then buf.mul_(momentum).add_(d, alpha=1 - dampening).
+      const C b_next = std::fma(k.keep, d, static_cast<C>(buffer[i]) * k.momentum);
+      const C b = k.is_first_step ? d : b_next;
       buffer[i] = static_cast<T>(b);
-      d = k.nesterov ? std::fma(k.momentum, b, d) : b;
+      const C d_nesterov = std::fma(k.momentum, b, d);  // d.add(buf, alpha=momentum)
+      d = k.nesterov ? d_nesterov : b;
     }
     param[i] = static_cast<T>(std::fma(-k.lr, d, p));  // param.add_(d, alpha=-lr)
   }
@@ -141,13 +145,15 @@ void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments&
                                   static_cast<C>(args.momentum),
                                   static_cast<C>(1 - args.dampening),
                                   static_cast<C>(args.weight_decay),
-                                  args.momentum != 0,
+                                  args.maximize ? C(-1) : C(1),
                                   args.weight_decay != 0,
                                   args.nesterov,
-                                  args.maximize,
                                   args.is_first_step};
-  parallel_for(0, n, kDefaultGrainSize,
-               [=](int64_t begin, int64_t end) { sgd_range<T, C>(param, grad, buffer, begin, end, constants); });
+  const bool momentum = args.momentum != 0;
+  parallel_for(0, n, kDefaultGrainSize, [=](int64_t begin, int64_t end) {
+    if (momentum) sgd_range<T, C, true>(param, grad, buffer, begin, end, constants);
+    else sgd_range<T, C, false>(param, grad, buffer, begin, end, constants);
+  });
 }
 
 void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
@@ -180,7 +186,7 @@ AdamScalars adam_scalars(const AdamArguments& args) {
 // As SgdConstants, for one Adam step.
 template <class C>
 struct AdamConstants {
-  C weight, beta2, one_minus_beta2, weight_decay, eps, step_size, bias_correction2_sqrt, param_scale, grad_sign;
+  C lerp_coeff, beta2, one_minus_beta2, weight_decay, eps, step_size, bias_correction2_sqrt, param_scale, grad_sign;
   bool small_weight, l2_weight_decay, amsgrad;
 };
 
@@ -197,8 +203,7 @@ void adam_range(T* __restrict param, const T* __restrict grad, T* __restrict exp
     const C g_decayed = std::fma(k.weight_decay, p, g_signed);  // computed always, then selected
     const C g = k.l2_weight_decay ? g_decayed : g_signed;
     const C m_old = static_cast<C>(exp_avg[i]);  // exp_avg.lerp_(g, 1 - beta1)
-    const C m_from_old = std::fma(k.weight, g - m_old, m_old), m_from_new = std::fma(k.weight - 1, g - m_old, g);
-    const C m = k.small_weight ? m_from_old : m_from_new;
+    const C m = std::fma(k.lerp_coeff, g - m_old, k.small_weight ? m_old : g);  // ATen's lerp_vec
     // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2); see Note [Fused optimizer steps]
     C v = std::fma(k.one_minus_beta2 * g, g, static_cast<C>(exp_avg_sq[i]) * k.beta2);
     exp_avg[i] = static_cast<T>(m);
@@ -217,7 +222,8 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
   using C = compute_type_t<T>;
   const AdamScalars scalars = adam_scalars(args);
   const C weight = static_cast<C>(1 - args.beta1);
-  const AdamConstants<C> constants{weight,
+  const bool small_weight = std::abs(weight) < C(0.5);  // PyTorch's two-sided lerp
+  const AdamConstants<C> constants{small_weight ? weight : weight - 1,
                                    static_cast<C>(args.beta2),
                                    static_cast<C>(1 - args.beta2),
                                    static_cast<C>(args.weight_decay),
@@ -226,7 +232,7 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
                                    static_cast<C>(scalars.bias_correction2_sqrt),
                                    args.decoupled_weight_decay ? static_cast<C>(scalars.param_scale) : C(1),
                                    args.maximize ? C(-1) : C(1),
-                                   std::abs(weight) < C(0.5),  // PyTorch's two-sided lerp
+                                   small_weight,
                                    args.weight_decay != 0 && !args.decoupled_weight_decay,
                                    args.amsgrad};
   parallel_for(0, n, kDefaultGrainSize, [=](int64_t begin, int64_t end) {
