@@ -4,6 +4,7 @@
 #include <strata/nn/optim.h>
 #include <strata/ops/optim.h>
 
+#include <algorithm>
 #include <set>
 
 namespace strata::optim {
@@ -157,34 +158,50 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
   return result;
 }
 
-void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state_dict) {
-  const char* op = "load_state_dict";
-  // Check everything first so that a bad dict leaves the optimizer as it was.
-  size_t count = 0;
+namespace {
+
+// "state.<index>.<name>" -> (index, name); ValueError for a malformed key.
+std::pair<size_t, std::string> parse_state_key(const std::string& key) {
+  const size_t dot = key.find('.', 6);
+  const std::string digits = dot == std::string::npos ? "" : key.substr(6, dot - 6);
+  const bool numeric = !digits.empty() && digits.size() < 10 &&
+                       std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  STRATA_CHECK_VALUE(numeric && dot + 1 < key.size(), "[load_state_dict] malformed key '", key,
+                     "': expected state.<parameter index>.<name>");
+  return {std::stoul(digits), key.substr(dot + 1)};
+}
+
+bool is_state_key(const std::string& key) { return key.rfind("state.", 0) == 0; }
+
+}  // namespace
+
+void Optimizer::check_loadable(const std::map<std::string, Tensor>& state_dict, const tensor_list& params) const {
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     auto it = state_dict.find(group_key(g, "params"));
-    STRATA_CHECK_VALUE(it != state_dict.end(), "[", op, "] ", name_, " has ", param_groups_.size(),
+    STRATA_CHECK_VALUE(it != state_dict.end(), "[load_state_dict] ", name_, " has ", param_groups_.size(),
                        " parameter groups but the state dict has no '", group_key(g, "params"), "'");
-    STRATA_CHECK_VALUE(it->second.numel() == static_cast<int64_t>(param_groups_[g].params().size()), "[", op,
-                       "] parameter group ", g, " has ", param_groups_[g].params().size(),
+    STRATA_CHECK_VALUE(it->second.numel() == static_cast<int64_t>(param_groups_[g].params().size()),
+                       "[load_state_dict] parameter group ", g, " has ", param_groups_[g].params().size(),
                        " parameters but the state dict's has ", it->second.numel());
-    count += param_groups_[g].params().size();
   }
-  STRATA_CHECK_VALUE(!state_dict.count(group_key(param_groups_.size(), "params")), "[", op,
-                     "] the state dict has more parameter groups than ", name_, "'s ", param_groups_.size());
-  std::vector<Tensor> params;
-  for (const ParamGroup& group : param_groups_) params.insert(params.end(), group.params().begin(), group.params().end());
+  STRATA_CHECK_VALUE(!state_dict.count(group_key(param_groups_.size(), "params")),
+                     "[load_state_dict] the state dict has more parameter groups than ", name_, "'s ",
+                     param_groups_.size());
   for (const auto& [key, t] : state_dict) {
-    if (key.rfind("state.", 0) != 0) continue;
-    const size_t dot = key.find('.', 6);
-    STRATA_CHECK_VALUE(dot != std::string::npos, "[", op, "] malformed key '", key, "'");
-    const size_t index = std::stoul(key.substr(6, dot - 6));
-    STRATA_CHECK_VALUE(index < count, "[", op, "] '", key, "' names parameter ", index, " but ", name_, " has ",
-                       count);
-    const std::string name = key.substr(dot + 1);
-    STRATA_CHECK_VALUE(name == "step" || t.sizes() == params[index].sizes(), "[", op, "] '", key, "' has shape ",
-                       t.sizes(), " but parameter ", index, " has shape ", params[index].sizes());
+    if (!is_state_key(key)) continue;
+    const auto [index, name] = parse_state_key(key);
+    STRATA_CHECK_VALUE(index < params.size(), "[load_state_dict] '", key, "' names parameter ", index, " but ",
+                       name_, " has ", params.size());
+    STRATA_CHECK_VALUE(t.defined() && (name == "step" || t.sizes() == params[index].sizes()), "[load_state_dict] '",
+                       key, "' has shape ", t.defined() ? t.sizes() : IntArrayRef(), " but parameter ", index,
+                       " has shape ", params[index].sizes());
   }
+}
+
+void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state_dict) {
+  tensor_list params;
+  for (const ParamGroup& group : param_groups_) params.insert(params.end(), group.params().begin(), group.params().end());
+  check_loadable(state_dict, params);  // first, so that a bad dict leaves the optimizer as it was
   for (size_t g = 0; g < param_groups_.size(); ++g)
     for (const auto& [name, value] : param_groups_[g].options().values())
       if (auto it = state_dict.find(group_key(g, name)); it != state_dict.end())
@@ -192,10 +209,9 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state_dict)
   state_.clear();
   NoGradGuard no_grad;
   for (const auto& [key, t] : state_dict) {
-    if (key.rfind("state.", 0) != 0) continue;
-    const size_t dot = key.find('.', 6);
-    const Tensor& param = params[std::stoul(key.substr(6, dot - 6))];
-    const std::string name = key.substr(dot + 1);
+    if (!is_state_key(key)) continue;
+    const auto [index, name] = parse_state_key(key);
+    const Tensor& param = params[index];
     // State follows its parameter's dtype and device; the step count stays a CPU int64.
     Tensor value = name == "step" ? t.to(TensorOptions().dtype(kInt64).device(kCPU)) : t.to(param.options());
     state_[param.impl()][name] = value.is_same(t) ? t.clone() : value;

@@ -160,6 +160,8 @@ class Optimizer {
   const std::string& name() const { return name_; }
 
  private:
+  void check_loadable(const std::map<std::string, Tensor>& state_dict, const tensor_list& params) const;
+
   std::string name_;
   std::vector<ParamGroup> param_groups_;
   std::unique_ptr<OptimizerOptions> defaults_;

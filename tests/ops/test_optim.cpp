@@ -70,3 +70,19 @@ TEST_CASE("_fused_sgd_: in place on a leaf that requires grad throws while recor
   check_values(p, {2}, kFloat32, {0.9, 0.9}, 1e-7);
   CHECK(dump_dispatch_table("strata::_fused_adam_").find("ops/optim.cpp") != std::string::npos);
 }
+
+TEST_CASE("_fused_adam_: maximize equals a step on the negated gradient, over vector bodies and tails") {
+  manual_seed(5);
+  for (bool amsgrad : {false, true}) {
+    INFO("amsgrad ", amsgrad);
+    const Tensor start = randn({1037}), grad = randn({1037});
+    tensor_list a = {start.clone(), zeros({1037}), zeros({1037}), zeros({1037})};
+    tensor_list b = {start.clone(), zeros({1037}), zeros({1037}), zeros({1037})};
+    for (int64_t step = 1; step <= 3; ++step) {
+      _fused_adam_(a[0], grad, a[1], a[2], a[3], step, 0.01, 0.9, 0.999, 0.1, 1e-8, amsgrad, /*maximize=*/true, true);
+      _fused_adam_(b[0], neg(grad), b[1], b[2], b[3], step, 0.01, 0.9, 0.999, 0.1, 1e-8, amsgrad, false, true);
+    }
+    for (size_t i = 0; i < a.size(); ++i) CHECK(equal(a[i], b[i]));
+    CHECK_FALSE(equal(a[0], start));
+  }
+}
