@@ -1,15 +1,12 @@
 // libFuzzer target for strata's file readers: .npy, safetensors, IDX and CSV parsed from memory.
 // Malformed input must end in a strata::Error; any other exception, a crash or a sanitizer
-// report is a finding. Seeds: fuzz/corpus/readers/.
+// report is a finding. Seeds: fuzz/corpus/readers/; token dictionary: fuzz/readers.dict.
 //
-// Build (see fuzz/CMakeLists.txt for the CMake way), e.g. against a libstrata in build/:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Ibuild/include \
-//     fuzz/fuzz_readers.cpp tensor/serialize.cpp tensor/safetensors.cpp tensor/json.cpp \
-//     nn/data.cpp -Lbuild -lstrata -lz -Wl,-rpath,$PWD/build -o fuzz_readers
-//   ./fuzz_readers -max_len=4096 fuzz/corpus/readers
-// The reader sources are compiled into the target (instrumented for coverage and the
-// sanitizers); the rest comes from an ordinary libstrata. clang 14 cannot build all of
-// libstrata (libstdc++ 12's std::source_location needs clang 15).
+// Build with fuzz/CMakeLists.txt (scripts/ci_fuzz.sh does it, and runs it), then e.g.
+//   ./build-fuzz/fuzz_readers -dict=fuzz/readers.dict -max_len=4096 corpus_copy/
+// The reader sources are compiled into the target, instrumented for coverage and the
+// sanitizers; the rest comes from a GCC-built libstrata in build/, since clang 14 cannot build
+// all of libstrata (see Note [Fuzzing with clang 14] in fuzz/CMakeLists.txt).
 // Without libFuzzer (e.g. GCC with -fsanitize=address,undefined), -DSTRATA_FUZZ_STANDALONE adds
 // a main() that runs each file named on the command line once: a corpus replay.
 #include <cstddef>
