@@ -321,6 +321,33 @@ Tensor cross_entropy_probabilities(const Tensor& log_probs, const Tensor& target
   return reduction == 1 ? total / static_cast<double>(log_probs.numel() / std::max<int64_t>(classes, 1)) : total;
 }
 
+// Note [cross_entropy errors]
+// cross_entropy checks its class-index targets (shape, range, weight) through nll_loss_forward,
+// whose errors say "[nll_loss]". The user called cross_entropy, so the message is renamed to
+// start with "[cross_entropy]", keeping its Error subclass.
+template <class E>
+[[noreturn]] void rethrow_as_cross_entropy(const E& error) {
+  constexpr std::string_view nll = "[nll_loss]";
+  std::string_view message = error.what();
+  if (!message.starts_with(nll)) throw error;
+  message.remove_prefix(nll.size());
+  throw E(detail::str_cat("[cross_entropy]", message));
+}
+
+std::tuple<Tensor, Tensor> cross_entropy_nll(const Tensor& log_probs, const Tensor& target,
+                                             const std::optional<Tensor>& weight, int64_t reduction,
+                                             int64_t ignore_index) {
+  try {
+    return call_nll_loss_forward(log_probs, target, weight, reduction, ignore_index);
+  } catch (const IndexError& error) {
+    rethrow_as_cross_entropy(error);
+  } catch (const TypeError& error) {
+    rethrow_as_cross_entropy(error);
+  } catch (const ValueError& error) {
+    rethrow_as_cross_entropy(error);
+  }
+}
+
 // Note [Label smoothing]
 // With class-index targets, PyTorch defines
 //   loss = (1 - s) * nll_loss(log_softmax(x), target) + (s / C) * smooth,
@@ -337,7 +364,7 @@ Tensor cross_entropy_composite(const Tensor& self, const Tensor& target, const s
   const Tensor log_probs = log_softmax(self, class_dim);
   if (is_floating_point(target.dtype()))
     return cross_entropy_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim);
-  auto [nll, total_weight] = call_nll_loss_forward(log_probs, target, weight, reduction, ignore_index);
+  auto [nll, total_weight] = cross_entropy_nll(log_probs, target, weight, reduction, ignore_index);
   if (label_smoothing == 0.0) return nll;
   const bool weighted = weight && weight->defined();
   Tensor smooth = -(weighted ? log_probs * class_weight_view(*weight, self.dim(), class_dim) : log_probs).sum({class_dim});
