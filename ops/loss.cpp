@@ -313,6 +313,9 @@ Tensor cross_entropy_probabilities(const Tensor& log_probs, const Tensor& target
   STRATA_CHECK_VALUE(target.sizes() == log_probs.sizes(), "[cross_entropy] a floating-point target holds class "
                      "probabilities and must have the input's shape ", log_probs.sizes(), ", got ", target.sizes());
   const int64_t classes = log_probs.sizes()[class_dim];
+  STRATA_CHECK_VALUE(!weight || !weight->defined() || (weight->dim() == 1 && weight->numel() == classes),
+                     "[cross_entropy] expected a weight of shape [", classes, "] (one per class), got weight of shape ",
+                     weight && weight->defined() ? weight->sizes() : IntArrayRef());
   Tensor probabilities = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
   Tensor terms = log_probs * probabilities;
   if (weight && weight->defined()) terms = terms * class_weight_view(*weight, log_probs.dim(), class_dim);
