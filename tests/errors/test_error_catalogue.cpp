@@ -357,6 +357,8 @@ const Row loss_rows[] = {
      }},
     {"cross_entropy() with probabilities of the wrong shape", Expect::Value, "cross_entropy", "shape",
      [](Inputs& in) { (void)cross_entropy(in.watch(counting({2, 3})), in.watch(ones({2, 4}))); }},
+    {"cross_entropy() with probabilities and a weight of the wrong size", Expect::Value, "cross_entropy", "weight",
+     [](Inputs& in) { (void)cross_entropy(in.watch(counting({2, 3})), in.watch(ones({2, 3})), in.watch(ones({2}))); }},
     {"cross_entropy() with an unknown reduction", Expect::Value, "cross_entropy", "reduction",
      [](Inputs& in) {
        (void)cross_entropy(in.watch(counting({2, 3})), in.watch(zeros({2}, kInt64)), {}, static_cast<Reduction>(7));
