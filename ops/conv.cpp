@@ -52,8 +52,9 @@ void check_pair(const char* op, const char* name, IntArrayRef values, int64_t mi
 
 // Note [Window arithmetic overflow]
 // kernel_size, stride, padding and dilation are user input and may be anything up to INT64_MAX,
-// so size + 2 * padding and dilation * (kernel - 1) + 1 (and the ceil_mode round-up) are computed
-// with overflow checks: a huge value gets a ValueError, never a wrapped (undefined) output size.
+// so size + 2 * padding and dilation * (kernel - 1) + 1 are computed with overflow checks (a huge
+// value gets a ValueError, never a wrapped, undefined output size), and pooled_size rounds up
+// without forming span + stride - 1, so a huge stride is simply one window.
 struct Window {
   int64_t padded;  // size + 2 * padding
   int64_t extent;  // dilation * (kernel - 1) + 1, the span one window covers
@@ -123,7 +124,8 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
                      " (dilation ", dilation, ") is larger than the padded input of shape ", input.sizes(),
                      " (padding ", padding, ")");
   int64_t output_numel = 0, columns_numel = 0;  // the output and one group's im2col buffer
-  const bool too_large = __builtin_mul_overflow(s.batch * s.out_channels, s.out_h, &output_numel) ||
+  const bool too_large = __builtin_mul_overflow(s.batch, s.out_channels, &output_numel) ||
+                         __builtin_mul_overflow(output_numel, s.out_h, &output_numel) ||
                          __builtin_mul_overflow(output_numel, s.out_w, &output_numel) ||
                          __builtin_mul_overflow(s.patch(), s.out_h, &columns_numel) ||
                          __builtin_mul_overflow(columns_numel, s.out_w, &columns_numel);
