@@ -73,7 +73,12 @@ void Node::run_gradient_hooks(tensor_list& grads) const {
   for (const Hook& hook : hooks_) {
     if (hook.output_nr >= grads.size() || !grads[hook.output_nr].defined()) continue;
     Tensor replaced = hook.fn(grads[hook.output_nr]);
-    if (replaced.defined()) grads[hook.output_nr] = std::move(replaced);
+    if (!replaced.defined()) continue;
+    const Tensor& grad = grads[hook.output_nr];
+    STRATA_CHECK_VALUE(replaced.sizes() == grad.sizes() && replaced.dtype() == grad.dtype(), "[", name(),
+                       "] a hook on output ", hook.output_nr, " changed its gradient from ", grad.dtype(), " ",
+                       grad.sizes(), " to ", replaced.dtype(), " ", replaced.sizes(), "; a hook must keep both");
+    grads[hook.output_nr] = std::move(replaced);
   }
 }
 

@@ -196,11 +196,13 @@ std::map<std::string, Tensor> Module::state_dict() const {
 
 void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
   const std::map<std::string, Tensor> own = state_dict();
-  std::vector<std::string> missing, unexpected, mismatched;
+  std::vector<std::string> missing, unexpected, mismatched, unreadable;
   for (const auto& [name, t] : own) {
     auto it = state.find(name);
     if (it == state.end()) missing.push_back(name);
-    else if (!it->second.defined() || it->second.sizes() != t.sizes()) {
+    else if (it->second.defined() && it->second.is_meta()) {
+      unreadable.push_back(name);
+    } else if (!it->second.defined() || it->second.sizes() != t.sizes()) {
       std::ostringstream line;
       line << name << ": expected shape " << t.sizes() << ", got ";
       if (it->second.defined()) line << it->second.sizes();
@@ -214,6 +216,7 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool st
   if (strict && !missing.empty()) problems += "; missing keys: " + join(missing);
   if (strict && !unexpected.empty()) problems += "; unexpected keys: " + join(unexpected);
   if (!mismatched.empty()) problems += "; size mismatch for " + join(mismatched);
+  if (!unreadable.empty()) problems += "; Meta tensors (no values to load) for " + join(unreadable);
   STRATA_CHECK_VALUE(problems.empty(), "[load_state_dict] cannot load into ", type_name_of(*this), problems);
   NoGradGuard no_grad;
   for (const auto& [name, t] : own)

@@ -184,6 +184,14 @@ void Optimizer::check_loadable(const std::map<std::string, Tensor>& state_dict, 
                        "[load_state_dict] parameter group ", g, " has ", param_groups_[g].params().size(),
                        " parameters but the state dict's has ", it->second.numel());
   }
+  // Every value the load reads must be readable, so that a bad one fails here and not halfway.
+  for (size_t g = 0; g < param_groups_.size(); ++g)
+    for (const auto& [name, value] : param_groups_[g].options().values())
+      if (auto it = state_dict.find(group_key(g, name)); it != state_dict.end())
+        STRATA_CHECK_VALUE(it->second.defined() && it->second.numel() == 1 && !it->second.is_meta(),
+                           "[load_state_dict] '", it->first, "' must be a single value on a device with data, got ",
+                           it->second.defined() ? it->second.numel() : 0, " values",
+                           it->second.defined() && it->second.is_meta() ? " on Meta" : "");
   STRATA_CHECK_VALUE(!state_dict.count(group_key(param_groups_.size(), "params")),
                      "[load_state_dict] the state dict has more parameter groups than ", name_, "'s ",
                      param_groups_.size());
@@ -195,6 +203,7 @@ void Optimizer::check_loadable(const std::map<std::string, Tensor>& state_dict, 
     STRATA_CHECK_VALUE(t.defined() && (name == "step" || t.sizes() == params[index].sizes()), "[load_state_dict] '",
                        key, "' has shape ", t.defined() ? t.sizes() : IntArrayRef(), " but parameter ", index,
                        " has shape ", params[index].sizes());
+    STRATA_CHECK_VALUE(!t.is_meta(), "[load_state_dict] '", key, "' is a Meta tensor, which has no values to load");
   }
 }
 

@@ -50,6 +50,28 @@ void check_pair(const char* op, const char* name, IntArrayRef values, int64_t mi
                      minimum == 0 ? "non-negative" : "positive", ", got ", values);
 }
 
+// Note [Window arithmetic overflow]
+// kernel_size, stride, padding and dilation are user input and may be anything up to INT64_MAX,
+// so size + 2 * padding and dilation * (kernel - 1) + 1 are computed with overflow checks (a huge
+// value gets a ValueError, never a wrapped, undefined output size), and pooled_size rounds up
+// without forming span + stride - 1, so a huge stride is simply one window.
+struct Window {
+  int64_t padded;  // size + 2 * padding
+  int64_t extent;  // dilation * (kernel - 1) + 1, the span one window covers
+};
+
+Window checked_window(const char* op, int64_t size, int64_t kernel, int64_t pad, int64_t dilation, IntArrayRef kernels,
+                      IntArrayRef paddings, IntArrayRef dilations) {
+  Window w{};
+  const bool overflow = __builtin_mul_overflow(pad, int64_t{2}, &w.padded) ||
+                        __builtin_add_overflow(w.padded, size, &w.padded) ||
+                        __builtin_mul_overflow(dilation, kernel - 1, &w.extent) ||
+                        __builtin_add_overflow(w.extent, int64_t{1}, &w.extent);
+  STRATA_CHECK_VALUE(!overflow, "[", op, "] the window arithmetic overflows int64 for kernel_size ", kernels,
+                     ", padding ", paddings, " and dilation ", dilations);
+  return w;
+}
+
 void check_conv_tensors(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   detail::check_same_device("conv2d", input, weight);
   STRATA_CHECK_VALUE(input.dim() == 3 || input.dim() == 4, "[conv2d] expected a 3-d [C, H, W] or 4-d [N, C, H, W] "
@@ -92,13 +114,24 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   STRATA_CHECK_VALUE(weight.sizes()[1] * groups == s.channels, "[conv2d] expected input of shape ", input.sizes(),
                      " to have ", weight.sizes()[1] * groups, " channels (weight.size(1) * groups for weight of shape ",
                      weight.sizes(), " and groups=", groups, "), but got ", s.channels, " channels");
-  s.out_h = (s.height + 2 * s.pad_h - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
-  s.out_w = (s.width + 2 * s.pad_w - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
-  const bool fits = s.height + 2 * s.pad_h >= s.dilation_h * (s.kernel_h - 1) + 1 &&
-                    s.width + 2 * s.pad_w >= s.dilation_w * (s.kernel_w - 1) + 1;
+  const IntArrayRef kernel = weight.sizes().slice(2);  // See Note [Window arithmetic overflow]
+  const Window h = checked_window("conv2d", s.height, s.kernel_h, s.pad_h, s.dilation_h, kernel, padding, dilation);
+  const Window w = checked_window("conv2d", s.width, s.kernel_w, s.pad_w, s.dilation_w, kernel, padding, dilation);
+  const bool fits = h.padded >= h.extent && w.padded >= w.extent;
+  s.out_h = fits ? (h.padded - h.extent) / s.stride_h + 1 : 0;
+  s.out_w = fits ? (w.padded - w.extent) / s.stride_w + 1 : 0;
   STRATA_CHECK_VALUE(fits && s.out_h > 0 && s.out_w > 0, "[conv2d] the kernel of shape ", weight.sizes(),
                      " (dilation ", dilation, ") is larger than the padded input of shape ", input.sizes(),
                      " (padding ", padding, ")");
+  int64_t output_numel = 0, columns_numel = 0;  // the output and one group's im2col buffer
+  const bool too_large = __builtin_mul_overflow(s.batch, s.out_channels, &output_numel) ||
+                         __builtin_mul_overflow(output_numel, s.out_h, &output_numel) ||
+                         __builtin_mul_overflow(output_numel, s.out_w, &output_numel) ||
+                         __builtin_mul_overflow(s.patch(), s.out_h, &columns_numel) ||
+                         __builtin_mul_overflow(columns_numel, s.out_w, &columns_numel);
+  STRATA_CHECK_VALUE(!too_large, "[conv2d] the output of size [", s.batch, ", ", s.out_channels, ", ", s.out_h, ", ",
+                     s.out_w, "] is too large (more elements than int64 can count) for padding ", padding,
+                     " and stride ", stride);
   return s;
 }
 
@@ -328,12 +361,16 @@ struct PoolShape {
   DimVector out_sizes;
 };
 
-// PyTorch's pooling_output_shape, ceil_mode included: the last window must start inside
-// the input or its left padding.
-int64_t pooled_size(int64_t size, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  const int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= size + pad) --out;
+// PyTorch's pooling_output_shape, ceil_mode included: the last window must start inside the input
+// or its left padding. floor or ceil of span / stride without forming span + stride - 1, which
+// overflows for a huge stride (Note [Window arithmetic overflow]).
+int64_t pooled_size(int64_t size, Window window, int64_t pad, int64_t stride, bool ceil_mode) {
+  const int64_t span = window.padded - window.extent;
+  int64_t steps = span / stride;  // rounded toward zero
+  if (span % stride != 0 && span < 0 && !ceil_mode) --steps;
+  if (span % stride != 0 && span > 0 && ceil_mode) ++steps;
+  int64_t out = steps + 1, last_start = 0;
+  if (ceil_mode && (__builtin_mul_overflow(steps, stride, &last_start) || last_start >= size + pad)) --out;
   return out;
 }
 
@@ -348,17 +385,18 @@ PoolShape pool_shape(const Tensor& self, IntArrayRef kernel_size, IntArrayRef st
   check_pair(op, "stride", steps, 1);
   check_pair(op, "padding", padding, 0);
   check_pair(op, "dilation", dilation, 1);
-  const int64_t effective_h = (kernel_size[0] - 1) * dilation[0] + 1, effective_w = (kernel_size[1] - 1) * dilation[1] + 1;
-  STRATA_CHECK_VALUE(padding[0] <= effective_h / 2 && padding[1] <= effective_w / 2, "[max_pool2d] padding ", padding,
-                     " should be at most half of the effective kernel size for kernel_size ", kernel_size,
-                     " and dilation ", dilation);
   PoolShape s{};
   s.height = self.size(-2), s.width = self.size(-1);
+  const Window h = checked_window(op, s.height, kernel_size[0], padding[0], dilation[0], kernel_size, padding, dilation);
+  const Window w = checked_window(op, s.width, kernel_size[1], padding[1], dilation[1], kernel_size, padding, dilation);
+  STRATA_CHECK_VALUE(padding[0] <= h.extent / 2 && padding[1] <= w.extent / 2, "[max_pool2d] padding ", padding,
+                     " should be at most half of the effective kernel size for kernel_size ", kernel_size,
+                     " and dilation ", dilation);
   s.planes = self.size(-3) * (self.dim() == 4 ? self.size(0) : 1);
   s.kernel_h = kernel_size[0], s.kernel_w = kernel_size[1], s.stride_h = steps[0], s.stride_w = steps[1];
   s.pad_h = padding[0], s.pad_w = padding[1], s.dilation_h = dilation[0], s.dilation_w = dilation[1];
-  s.out_h = pooled_size(s.height, s.kernel_h, s.pad_h, s.stride_h, s.dilation_h, ceil_mode);
-  s.out_w = pooled_size(s.width, s.kernel_w, s.pad_w, s.stride_w, s.dilation_w, ceil_mode);
+  s.out_h = pooled_size(s.height, h, s.pad_h, s.stride_h, ceil_mode);
+  s.out_w = pooled_size(s.width, w, s.pad_w, s.stride_w, ceil_mode);
   STRATA_CHECK_VALUE(s.out_h > 0 && s.out_w > 0, "[max_pool2d] the output size [", s.out_h, ", ", s.out_w,
                      "] is too small for input of shape ", self.sizes(), " and kernel_size ", kernel_size);
   s.out_sizes = DimVector(self.sizes());

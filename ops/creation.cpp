@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
 
 namespace strata {
@@ -213,6 +214,8 @@ ScalarType linspace_dtype(int64_t steps, std::optional<ScalarType> dtype) {
   STRATA_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   const ScalarType result = dtype.value_or(kFloat32);
   STRATA_CHECK_TYPE(result != kBool, "[linspace] dtype Bool is not supported");
+  STRATA_CHECK_VALUE(steps <= std::numeric_limits<int64_t>::max() / element_size(result), "[linspace] ", steps,
+                     " steps of ", result, " need more bytes than int64 can count");
   return result;
 }
 
@@ -243,7 +246,11 @@ Tensor linspace_meta(const Scalar&, const Scalar&, int64_t steps, std::optional<
 // eye(n, m): ones on the main diagonal of an [n, m] matrix, every dtype (float32 by default).
 ScalarType eye_dtype(int64_t n, int64_t m, std::optional<ScalarType> dtype) {
   STRATA_CHECK_VALUE(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n=", n, " and m=", m);
-  return dtype.value_or(kFloat32);
+  const ScalarType result = dtype.value_or(kFloat32);
+  int64_t nbytes = 0;
+  STRATA_CHECK_VALUE(!__builtin_mul_overflow(n, m, &nbytes) && !__builtin_mul_overflow(nbytes, element_size(result), &nbytes),
+                     "[eye] an [", n, ", ", m, "] matrix of ", result, " needs more bytes than int64 can count");
+  return result;
 }
 
 Tensor eye_m_cpu(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {

@@ -103,7 +103,7 @@ bool can_cast(ScalarType from, ScalarType to) {
 
 void check_can_cast(const char* op, ScalarType from, ScalarType to) {
   if (!can_cast(from, to)) [[unlikely]]
-    throw_error<Error>("[", op, "] result type ", from, " can't be cast to the desired output type ", to);
+    throw_error<TypeError>("[", op, "] result type ", from, " can't be cast to the desired output type ", to);
 }
 
 void check_no_internal_overlap(const char* op, const Tensor& t) {

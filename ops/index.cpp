@@ -44,8 +44,10 @@ Tensor slice_view(const Tensor& self, const SliceBounds& bounds) {
   DimVector sizes(self.sizes()), strides(self.strides());
   const int64_t d = bounds.dim;
   const int64_t offset = self.storage_offset() + bounds.start * strides[d];
-  sizes[d] = (bounds.end - bounds.start + bounds.step - 1) / bounds.step;
-  strides[d] *= bounds.step;
+  // Neither forms end - start + step - 1 nor multiplies a stride that one element never uses: a
+  // huge step (a valid call: one element) would overflow int64.
+  sizes[d] = bounds.end > bounds.start ? (bounds.end - bounds.start - 1) / bounds.step + 1 : 0;
+  if (sizes[d] > 1) strides[d] *= bounds.step;
   return detail::make_view(self, sizes, strides, offset);
 }
 

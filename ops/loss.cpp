@@ -313,12 +313,42 @@ Tensor cross_entropy_probabilities(const Tensor& log_probs, const Tensor& target
   STRATA_CHECK_VALUE(target.sizes() == log_probs.sizes(), "[cross_entropy] a floating-point target holds class "
                      "probabilities and must have the input's shape ", log_probs.sizes(), ", got ", target.sizes());
   const int64_t classes = log_probs.sizes()[class_dim];
+  STRATA_CHECK_VALUE(!weight || !weight->defined() || (weight->dim() == 1 && weight->numel() == classes),
+                     "[cross_entropy] expected a weight of shape [", classes, "] (one per class), got weight of shape ",
+                     weight && weight->defined() ? weight->sizes() : IntArrayRef());
   Tensor probabilities = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
   Tensor terms = log_probs * probabilities;
   if (weight && weight->defined()) terms = terms * class_weight_view(*weight, log_probs.dim(), class_dim);
   if (reduction == 0) return -terms.sum({class_dim});
   Tensor total = -terms.sum();
   return reduction == 1 ? total / static_cast<double>(log_probs.numel() / std::max<int64_t>(classes, 1)) : total;
+}
+
+// Note [cross_entropy errors]
+// cross_entropy checks its class-index targets (shape, range, weight) through nll_loss_forward,
+// whose errors say "[nll_loss]". The user called cross_entropy, so the message is renamed to
+// start with "[cross_entropy]", keeping its Error subclass.
+template <class E>
+[[noreturn]] void rethrow_as_cross_entropy(const E& error) {
+  constexpr std::string_view nll = "[nll_loss]";
+  std::string_view message = error.what();
+  if (!message.starts_with(nll)) throw error;
+  message.remove_prefix(nll.size());
+  throw E(detail::str_cat("[cross_entropy]", message));
+}
+
+std::tuple<Tensor, Tensor> cross_entropy_nll(const Tensor& log_probs, const Tensor& target,
+                                             const std::optional<Tensor>& weight, int64_t reduction,
+                                             int64_t ignore_index) {
+  try {
+    return call_nll_loss_forward(log_probs, target, weight, reduction, ignore_index);
+  } catch (const IndexError& error) {
+    rethrow_as_cross_entropy(error);
+  } catch (const TypeError& error) {
+    rethrow_as_cross_entropy(error);
+  } catch (const ValueError& error) {
+    rethrow_as_cross_entropy(error);
+  }
 }
 
 // Note [Label smoothing]
@@ -337,7 +367,7 @@ Tensor cross_entropy_composite(const Tensor& self, const Tensor& target, const s
   const Tensor log_probs = log_softmax(self, class_dim);
   if (is_floating_point(target.dtype()))
     return cross_entropy_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim);
-  auto [nll, total_weight] = call_nll_loss_forward(log_probs, target, weight, reduction, ignore_index);
+  auto [nll, total_weight] = cross_entropy_nll(log_probs, target, weight, reduction, ignore_index);
   if (label_smoothing == 0.0) return nll;
   const bool weighted = weight && weight->defined();
   Tensor smooth = -(weighted ? log_probs * class_weight_view(*weight, self.dim(), class_dim) : log_probs).sum({class_dim});

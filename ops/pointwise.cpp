@@ -35,9 +35,9 @@ struct BinaryShape {
 void check_arith(Arith kind, const char* op, bool self_bool, bool other_bool, ScalarType dtype, const Scalar& alpha) {
   STRATA_CHECK_TYPE(kind != Arith::sub || (!self_bool && !other_bool), "[", op,
                     "] subtraction with a bool tensor is not supported; use logical_not() or logical_xor() instead");
-  STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), "[", op,
-               "] for integral input tensors, alpha must not be a floating point number (got ", alpha, ")");
-  STRATA_CHECK(!alpha.is_bool() || dtype == kBool, "[", op, "] a bool alpha is only supported for bool results");
+  STRATA_CHECK_TYPE(is_floating_point(dtype) || !alpha.is_floating_point(), "[", op,
+                    "] for integral input tensors, alpha must not be a floating point number (got ", alpha, ")");
+  STRATA_CHECK_TYPE(!alpha.is_bool() || dtype == kBool, "[", op, "] a bool alpha is only supported for bool results");
 }
 
 ScalarType arith_dtype(Arith kind, ScalarType promoted) {

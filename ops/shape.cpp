@@ -145,6 +145,7 @@ Tensor expand_kernel(const Tensor& self, IntArrayRef size, bool implicit) {
       strides[i] = 0;
     }
   }
+  checked_numel(sizes, "expand");  // a view of more elements than int64 counts
   return detail::make_view(self, sizes, strides, self.storage_offset());
 }
 

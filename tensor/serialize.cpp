@@ -237,6 +237,7 @@ int64_t checked_numel(const std::vector<int64_t>& shape, int64_t item_size, cons
 
 std::vector<uint8_t> save_npy_bytes(const Tensor& tensor) {
   STRATA_CHECK_VALUE(tensor.defined(), "[save_npy] the tensor is undefined");
+  STRATA_CHECK_VALUE(!tensor.is_meta(), "[save_npy] the tensor is a Meta tensor, which has no values");
   std::string_view descr = npy_descr(tensor.dtype());
   Tensor values = detail::contiguous_cpu(tensor);
 

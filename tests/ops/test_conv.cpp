@@ -161,3 +161,12 @@ TEST_CASE("max_pool2d: gradients go to each window's maximum") {
   max_pool2d(overlapping, {1, 2}, {1, 1}, {0, 1}).sum().backward();  // windows share the 9
   check_values(overlapping.grad(), {1, 1, 2, 2}, kFloat64, {1, 2, 1, 2});
 }
+
+TEST_CASE("max_pool2d: a stride past the input with ceil_mode is one window") {
+  // See Note [Window arithmetic overflow]: span + stride - 1 would overflow int64 here.
+  constexpr int64_t huge = std::numeric_limits<int64_t>::max();
+  Tensor x = arange(25, kFloat32).reshape({1, 1, 5, 5});
+  Tensor pooled = max_pool2d(x, {2, 2}, {huge, 1}, {0, 0}, {1, 1}, /*ceil_mode=*/true);
+  CHECK(pooled.sizes() == IntArrayRef{1, 1, 1, 4});
+  check_values(pooled, {1, 1, 1, 4}, kFloat32, {6, 7, 8, 9});
+}

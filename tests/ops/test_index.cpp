@@ -2,6 +2,8 @@
 // scatter_add, masked_fill.
 #include "op_test_util.h"
 
+#include <limits>
+
 using namespace strata;
 using strata::testing::check_gradcheck;
 using strata::testing::check_meta_matches;
@@ -19,6 +21,7 @@ TEST_CASE("slice: Python bounds, clamping and steps, as a view") {
   check_values(a.slice(0, -100, 100, 4), {3}, kInt64, {0, 4, 8});
   CHECK(a.slice(0, 7, 3).sizes() == IntArrayRef{0});    // end before start: empty
   CHECK(a.slice(0, 20, 30).sizes() == IntArrayRef{0});  // start past the end: empty
+  check_values(a.slice(0, 1, 10, std::numeric_limits<int64_t>::max()), {1}, kInt64, {1});  // no overflow
   Tensor m = arange(12, kFloat32).view({3, 4});
   Tensor s = m.slice(1, 1, 4, 2);
   check_values(s, {3, 2}, kFloat32, {1, 3, 5, 7, 9, 11});

@@ -123,7 +123,7 @@ TEST_CASE("cross_entropy: class-probability targets") {
 TEST_CASE("cross_entropy: errors and gradients") {
   expect_error<ValueError>([] { (void)cross_entropy(zeros({2, 3}), tensor({0, 1}), {}, Reduction::Mean, -100, 1.5); },
                            "[cross_entropy] label_smoothing must be between 0.0 and 1.0, got 1.5");
-  expect_error<ValueError>([] { (void)cross_entropy(zeros({2, 3}), tensor({0})); }, "[nll_loss] expected target of shape [2]");
+  expect_error<ValueError>([] { (void)cross_entropy(zeros({2, 3}), tensor({0})); }, "[cross_entropy] expected target of shape [2]");
   Tensor x = grad_input({4, 3}, 43, /*transposed=*/true);
   const Tensor target = tensor({2, -100, 0, 1});
   const Tensor weight = tensor({0.5, 2.0, 1.5}, kFloat64);
