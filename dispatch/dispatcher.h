@@ -60,6 +60,8 @@ struct OperatorCore {
   std::atomic<const DispatchTable*> table{nullptr};
 };
 
+// Non-zero while static library blocks wait to run; read with acquire.
+// See Note [Flushing while other threads call] in load_library.cpp.
 extern std::atomic<int> pending_library_blocks;
 void flush_pending_library_blocks();
 
@@ -152,7 +154,7 @@ class TypedOperatorHandle<R(Args...)> {
 
   // Calls the kernel for the highest key of `keys` as given.
   Return redispatch(DispatchKeySet keys, detail::canonical_arg_t<Args>... args) const {
-    if (detail::pending_library_blocks.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) [[unlikely]]
       detail::flush_pending_library_blocks();
     const detail::DispatchTable* table = handle_.core_->table.load(std::memory_order_acquire);
     const KernelFunction* kernel = keys.empty() ? nullptr : &table->kernels[static_cast<int>(keys.highest())];

@@ -51,12 +51,29 @@ int kind_order(Library::Kind kind) { return kind == Library::DEF ? 0 : kind == L
 
 }  // namespace
 
+// Note [Flushing while other threads call]
+// Calls and lookups test pending_library_blocks without a lock and skip the flush when it is
+// zero, so it may drop to zero only once the pending blocks have registered: a thread that
+// reads zero must find their operators and kernels. The flushing thread keeps it non-zero
+// while the blocks run (other threads that see it wait for the mutex, then find nothing
+// pending), and stores the new count with release after the last registration; readers load
+// it with acquire. The mutex is recursive because a block's body registers through a Library,
+// which flushes first (see Note [Libraries flush pending blocks first] in library.cpp): that
+// inner flush finds nothing pending and leaves the count alone.
+
 void flush_pending_library_blocks() {
   auto& blocks = static_blocks();
   std::lock_guard lock(blocks.mutex);
+  if (blocks.pending.empty()) return;
   std::vector<PendingBlock> batch = std::move(blocks.pending);
   blocks.pending.clear();
-  pending_library_blocks.store(0, std::memory_order_relaxed);
+  // Blocks added meanwhile (a .so being loaded on another thread) keep the count non-zero.
+  struct PublishCount {
+    StaticBlocks& blocks;
+    ~PublishCount() {
+      pending_library_blocks.store(static_cast<int>(blocks.pending.size()), std::memory_order_release);
+    }
+  } publish_when_done{blocks};
   std::stable_sort(batch.begin(), batch.end(),
                    [](const PendingBlock& a, const PendingBlock& b) { return kind_order(a.kind) < kind_order(b.kind); });
   std::exception_ptr first_error;
@@ -77,7 +94,7 @@ StaticLibraryBlock::StaticLibraryBlock(Library::Kind kind, const char* ns, std::
   auto& blocks = static_blocks();
   std::lock_guard lock(blocks.mutex);
   blocks.pending.push_back({kind, ns, key, init, file, line, this});
-  pending_library_blocks.store(static_cast<int>(blocks.pending.size()), std::memory_order_relaxed);
+  pending_library_blocks.store(static_cast<int>(blocks.pending.size()), std::memory_order_release);
 }
 
 StaticLibraryBlock::~StaticLibraryBlock() {
@@ -86,7 +103,7 @@ StaticLibraryBlock::~StaticLibraryBlock() {
   {
     std::lock_guard lock(blocks.mutex);
     std::erase_if(blocks.pending, [&](const PendingBlock& block) { return block.owner == this; });
-    pending_library_blocks.store(static_cast<int>(blocks.pending.size()), std::memory_order_relaxed);
+    pending_library_blocks.store(static_cast<int>(blocks.pending.size()), std::memory_order_release);
     auto it = blocks.live.find(this);
     if (it != blocks.live.end()) {
       library = std::move(it->second.second);

@@ -187,3 +187,23 @@ TEST_CASE("library: every argument kind reaches a kernel, typed and boxed") {
   typed.call(x, x, {x}, 1, 0.5, false, "yo", {5}, 1.5, kInt32, Device(kCPU), 9, {1, 1});
   CHECK(seen == "1 1 1 0.5 0 yo 1 1.5 Int32 cpu 9 2");
 }
+
+// A block made at run time stands in for a STRATA_LIBRARY* block that is still pending.
+namespace {
+void define_ordered_op(Library& m) { m.def("ordered(Tensor x) -> Tensor"); }
+void implement_ordered_op(Library& m) { m.impl("ordered", [](const Tensor&) { return scalar_tensor(1); }); }
+}  // namespace
+
+TEST_CASE("library: a run-time Library runs pending static blocks first, so it registers after them") {
+  detail::StaticLibraryBlock def_block(Library::DEF, "lib_test_order", std::nullopt, &define_ordered_op, __FILE__, __LINE__);
+  detail::StaticLibraryBlock impl_block(Library::IMPL, "lib_test_order", DispatchKey::CPU, &implement_ordered_op, __FILE__, __LINE__);
+  {
+    // The op defined by the pending block is found, and the run-time kernel goes on top.
+    Library replacement("lib_test_order", Library::IMPL, DispatchKey::CPU);
+    replacement.impl("ordered", [](const Tensor&) { return scalar_tensor(2); });
+    CHECK(call("lib_test_order::ordered", scalar_tensor(0)).to_tensor().item<float>() == 2.0f);
+  }
+  CHECK(call("lib_test_order::ordered", scalar_tensor(0)).to_tensor().item<float>() == 1.0f);
+  strata::testing::expect_error<ValueError>([] { Library again("lib_test_order", Library::DEF); }, "[lib_test_order]",
+                                            {"defined twice"});
+}
