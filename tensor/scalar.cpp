@@ -1,6 +1,8 @@
 // Scalar negation, comparison and printing.
 #include <strata/tensor/scalar.h>
 
+#include <strata/tensor/errors.h>
+
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -54,6 +56,10 @@ std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {
     case Scalar::Kind::Floating: write_python_float(out, scalar.to_double()); return out;
   }
   return out;
+}
+
+void Scalar::throw_does_not_fit(const char* op, const char* type) const {
+  detail::throw_error<ValueError>("[", op, "] value ", *this, " cannot be converted to ", type, " without overflow");
 }
 
 }  // namespace strata

@@ -2,6 +2,7 @@
 // A number of any dtype, carried without a tensor: double, int64 or bool.
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <type_traits>
 
@@ -39,13 +40,53 @@ class Scalar {
   int64_t to_long() const { return kind_ == Kind::Floating ? static_cast<int64_t>(value_.d) : value_.i; }
   bool to_bool() const { return kind_ == Kind::Floating ? value_.d != 0.0 : value_.i != 0; }
 
+  // Whether to<T>() keeps this value: always for bool and floating T; for an integral T, when the
+  // value (truncated toward zero) is in T's range. NaN and infinities fit no integral type.
+  // Negative integers fit unsigned types by wrapping, as in two's complement (as PyTorch allows).
+  template <class T>
+  bool fits() const {
+    if constexpr (std::is_same_v<T, bool> || !std::is_integral_v<T>) {
+      return true;
+    } else {
+      constexpr double limit = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;  // 2^digits, exact
+      if (kind_ == Kind::Floating) {
+        const double d = value_.d;  // NaN fails both comparisons
+        return std::is_signed_v<T> ? d >= -limit && d < limit : d > -1.0 && d < limit;
+      }
+      if constexpr (std::is_signed_v<T>) {
+        return value_.i >= std::numeric_limits<T>::min() && value_.i <= std::numeric_limits<T>::max();
+      } else if constexpr (sizeof(T) == sizeof(int64_t)) {
+        return true;
+      } else {
+        constexpr auto max = static_cast<int64_t>(std::numeric_limits<T>::max());
+        return value_.i >= -max && value_.i <= max;
+      }
+    }
+  }
+
+  // This value as T. Throws ValueError when an integral T cannot hold it (see fits()).
   template <class T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(to_double()));
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
-    else if (kind_ == Kind::Floating) return static_cast<T>(value_.d);
-    else return static_cast<T>(value_.i);
+    if constexpr (std::is_same_v<T, bool>) {
+      return to_bool();
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      return T(static_cast<float>(to_double()));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(to_double());
+    } else {
+      if (!fits<T>()) [[unlikely]] throw_does_not_fit("Scalar.to", integral_name<T>());
+      return kind_ == Kind::Floating ? static_cast<T>(value_.d) : static_cast<T>(value_.i);
+    }
+  }
+
+  // Throws ValueError: "[op] value V cannot be converted to TYPE without overflow".
+  [[noreturn]] void throw_does_not_fit(const char* op, const char* type) const;
+  // "int64", "uint8", ...: an integral type's name in messages.
+  template <class T>
+  static constexpr const char* integral_name() {
+    constexpr int bytes = sizeof(T);
+    if constexpr (std::is_signed_v<T>) return bytes == 1 ? "int8" : bytes == 2 ? "int16" : bytes == 4 ? "int32" : "int64";
+    else return bytes == 1 ? "uint8" : bytes == 2 ? "uint16" : bytes == 4 ? "uint32" : "uint64";
   }
 
   // The dtype a tensor made from this value gets by default: kBool, kInt64 or kFloat32.

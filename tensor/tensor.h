@@ -66,11 +66,14 @@ class Tensor {
     check_data_ptr_type(scalar_type_of<T>);
     return static_cast<T*>(data_ptr());
   }
-  // The single value of a one-element tensor, converted to T from any dtype.
+  // The single value of a one-element tensor, converted to T from any dtype. Throws ValueError
+  // when an integral T cannot hold it (NaN, infinities, out of range).
   Scalar item() const;
   template <class T>
   T item() const {
-    return item().to<T>();
+    const Scalar value = item();
+    if (!value.fits<T>()) [[unlikely]] value.throw_does_not_fit("item", Scalar::integral_name<T>());
+    return value.to<T>();
   }
 
   // Conversions and copies.

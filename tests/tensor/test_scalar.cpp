@@ -1,6 +1,7 @@
 // Tests for tensor/scalar.cpp and scalar.h: kinds, conversions, negation, equality, printing.
 #include <doctest/doctest.h>
 
+#include <strata/tensor/errors.h>
 #include <strata/tensor/scalar.h>
 
 #include <cmath>
@@ -79,4 +80,28 @@ TEST_CASE("scalar: prints like Python") {
   CHECK(printed(Scalar(std::numeric_limits<double>::infinity())) == "inf");
   CHECK(printed(Scalar(-std::numeric_limits<double>::infinity())) == "-inf");
   CHECK(printed(Scalar(std::nan(""))) == "nan");
+}
+
+TEST_CASE("scalar: conversions to integral types refuse what the type cannot hold") {
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(Scalar(2.9).to<int64_t>() == 2);
+  CHECK(Scalar(-2.9).to<int32_t>() == -2);
+  CHECK(Scalar(-9223372036854775808.0).fits<int64_t>());  // -2^63 is int64's minimum
+  CHECK_FALSE(Scalar(9223372036854775808.0).fits<int64_t>());  // 2^63 is one past its maximum
+  CHECK_FALSE(Scalar(std::nan("")).fits<int64_t>());
+  CHECK_FALSE(Scalar(inf).fits<int32_t>());
+  CHECK_FALSE(Scalar(-inf).fits<uint8_t>());
+  CHECK(Scalar(255.5).fits<uint8_t>());
+  CHECK_FALSE(Scalar(256.0).fits<uint8_t>());
+  CHECK(Scalar(-0.5).fits<uint8_t>());  // truncates to 0
+  CHECK_FALSE(Scalar(int64_t{1} << 40).fits<int32_t>());
+  CHECK(Scalar(-1).fits<uint8_t>());  // negative integers wrap into unsigned types
+  CHECK(Scalar(-1).to<uint8_t>() == 255);
+  CHECK_FALSE(Scalar(-256).fits<uint8_t>());
+  CHECK(Scalar(true).to<int64_t>() == 1);
+  CHECK(Scalar(std::nan("")).fits<double>());
+  CHECK_THROWS_WITH_AS(Scalar(std::nan("")).to<int64_t>(), "[Scalar.to] value nan cannot be converted to int64 without overflow",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(Scalar(300).to<uint8_t>(), "[Scalar.to] value 300 cannot be converted to uint8 without overflow",
+                       ValueError);
 }
