@@ -115,7 +115,8 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     const bool is_input = std::any_of(inputs.begin(), inputs.end(),
                                       [&](const ForwardInput& input) { return input.impl == output.impl(); });
     if (ctx.non_differentiable_.count(output.impl())) continue;
-    if (is_input && ctx.dirty_.count(output.impl())) {
+    const bool dirty = is_input && ctx.dirty_.count(output.impl());
+    if (dirty) {
       check_inplace(output, node->name().c_str());
     } else if (is_input) {
       // An input returned as it is: give the output its own identity (an alias) to record on.
@@ -124,6 +125,12 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     STRATA_CHECK_TYPE(output.is_floating_point(), "[", node->name(), "] output ", i, " is ", output.dtype(),
                       ": only floating-point outputs can require grad; mark it non-differentiable");
     set_history(output, node, static_cast<uint32_t>(i));
+    if (dirty) continue;
+    const StorageImpl* storage = output.impl()->storage().get();
+    if (is_input || std::any_of(inputs.begin(), inputs.end(), [&](const ForwardInput& input) {
+          return input.impl && input.impl->storage().get() == storage;
+        }))
+      materialize_meta(output).is_view_ = true;  // Note [In-place on views]
   }
   ctx.save_variables(outputs, node);
 }

@@ -42,11 +42,24 @@ Edge gradient_edge(const Tensor& t) {
   return {accumulator, 0};
 }
 
+// Note [In-place on views]
+// A view shares storage with its base, but the tape does not yet know a view's base: an in-place
+// op on a view would record the change on the view's history only, and the base (a leaf's
+// data, or an intermediate that later ops read) would change with no record of it, so its
+// gradient would be silently wrong. PyTorch rebases the base's history (CopySlices); until
+// strata does, such an op is refused. Views are marked when a Function's output shares storage
+// with one of its inputs (wire_outputs); views made while no input required grad are not
+// marked, and in-place ops on them are recorded normally.
 void check_inplace(const Tensor& self, const char* op) {
   const AutogradMeta* meta = meta_of(self);
   STRATA_CHECK(!(meta && meta->requires_grad_ && !meta->grad_fn_), "[", op,
                "] a leaf tensor that requires grad is being used in an in-place operation (shape ", self.sizes(),
                "); do it under NoGradGuard or on a clone");
+  STRATA_CHECK_NOT_IMPLEMENTED(!(meta && meta->is_view_ && meta->requires_grad()), "[", op,
+                               "] in-place operation on a view (made by ",
+                               meta && meta->grad_fn_ ? meta->grad_fn_->name() : std::string("a view op"),
+                               ") of a tensor that requires grad is not supported: the base's gradient would "
+                               "miss the change; apply it to the view's clone(), or to the base");
 }
 
 }  // namespace detail

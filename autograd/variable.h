@@ -23,6 +23,8 @@ class AutogradMeta final : public AutogradMetaInterface {
     GradientHook fn;
   };
   std::vector<LeafHook> leaf_hooks_;  // a leaf's hooks, run by its AccumulateGrad
+  // Shares storage with an input of the node that made it (see Note [In-place on views]).
+  bool is_view_ = false;
 };
 
 namespace detail {
@@ -41,7 +43,8 @@ inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);
   return meta && meta->requires_grad();
 }
-// In-place ops under autograd: throws when `self` is a leaf that requires grad.
+// In-place ops under autograd: throws when `self` is a leaf that requires grad, or a view of a
+// tensor that requires grad (Note [In-place on views]).
 void check_inplace(const Tensor& self, const char* op);
 
 }  // namespace detail

@@ -178,3 +178,15 @@ TEST_CASE("engine: DetectAnomalyGuard names the op whose backward produced NaN")
   y.backward();  // without the guard nan just flows
   CHECK(std::isnan(x.grad().item<float>()));
 }
+
+TEST_CASE("engine: in-place ops on views are recorded when no input requires grad") {
+  // A view made while nothing required grad is a plain tensor to the tape: writing into it
+  // through an op on a tensor that requires grad records that op (Note [In-place on views]).
+  Tensor w = full({}, 3.0f).requires_grad_();
+  Tensor buffer = zeros({3});
+  Tensor slot = buffer.select(0, 1);
+  slot.add_(w);
+  CHECK(buffer.select(0, 1).item<float>() == 3.0f);
+  slot.sum().backward();
+  CHECK(w.grad().item<float>() == 1.0f);
+}

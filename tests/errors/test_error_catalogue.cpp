@@ -36,6 +36,12 @@ const Row tensor_rows[] = {
      [](Inputs& in) { (void)in.watch(counting({2})).item<float>(); }},
     {"item() of an empty tensor", Expect::Value, "item", "0 elements",
      [](Inputs& in) { (void)in.watch(counting({0})).item<float>(); }},
+    {"item<int64_t>() of NaN", Expect::Value, "item", "nan cannot be converted to int64",
+     [](Inputs& in) { (void)in.watch(full({}, std::nan(""))).item<int64_t>(); }},
+    {"item<int8_t>() of 300", Expect::Value, "item", "300 cannot be converted to int8",
+     [](Inputs& in) { (void)in.watch(full({}, 300, kInt64)).item<int8_t>(); }},
+    {"item<int32_t>() of 1e10", Expect::Value, "item", "cannot be converted to int32",
+     [](Inputs& in) { (void)in.watch(full({1}, 1e10, kFloat64)).item<int32_t>(); }},
     {"data_ptr<T>() with the wrong T", Expect::Type, "data_ptr", "Float",
      [](Inputs& in) { (void)in.watch(counting({2})).data_ptr<double>(); }},
     {"size() of a dim out of range", Expect::Index, "size", "out of range",
@@ -69,6 +75,17 @@ const Row tensor_rows[] = {
      [](Inputs& in) {
        Tensor x = in.watch(leaf({2}));
        (x * 2).requires_grad_(false);
+     }},
+    {"in-place op on a view of a leaf that requires grad", Expect::NotImplemented, "mul_", "view",
+     [](Inputs& in) {
+       Tensor x = in.watch(leaf({3}));
+       x.select(0, 1).mul_(2);
+     }},
+    {"in-place op on a view of an intermediate that requires grad", Expect::NotImplemented, "add_", "view",
+     [](Inputs& in) {
+       Tensor x = in.watch(leaf({2, 3}));
+       Tensor h = x * 1;
+       h.transpose(0, 1).add_(1);
      }},
     {"set_grad() of the wrong shape", Expect::Value, "set_grad", "shape",
      [](Inputs& in) { in.watch(leaf({2})).set_grad(zeros({3})); }},
