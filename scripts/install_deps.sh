@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages strata needs to build, test and run its samples.
 # Does nothing for packages already present; needs root to install anything.
+# --ci adds what the reliability jobs in .ci/run need: clang with its libFuzzer and sanitizer
+# runtimes (the fuzz targets).
 set -euo pipefail
 packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev
           dataset-fashion-mnist)  # the flagship sample's data, under /usr/share/datasets
+for arg in "$@"; do
+  case "$arg" in
+    --ci) packages+=(clang libclang-rt-dev) ;;
+    *) echo "install_deps.sh: unknown argument '$arg' (expected --ci)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
