@@ -17,6 +17,13 @@
 
 namespace strata::testing {
 
+// Fresh values 0, 1, 2... of `sizes`.
+inline Tensor counting(IntArrayRef sizes, ScalarType dtype = kFloat32) {
+  int64_t count = 1;
+  for (int64_t s : sizes) count *= s;
+  return arange(count, dtype).reshape(sizes);
+}
+
 enum class Expect { Error, Value, Type, Index, NotImplemented };
 
 // The inputs one row watches. watch() snapshots a tensor before the bad call; check_unchanged()

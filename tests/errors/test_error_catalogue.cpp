@@ -12,18 +12,13 @@ using namespace strata;
 using strata::testing::Expect;
 using strata::testing::Inputs;
 using strata::testing::Row;
+using strata::testing::counting;
 using strata::testing::run_catalogue;
 
 namespace {
 
 constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
 
-// Fresh float32 values 0, 1, 2... of `sizes`.
-Tensor counting(IntArrayRef sizes, ScalarType dtype = kFloat32) {
-  int64_t count = 1;
-  for (int64_t s : sizes) count *= s;
-  return arange(count, dtype).reshape(sizes);
-}
 Tensor leaf(IntArrayRef sizes) { return counting(sizes, kFloat32).requires_grad_(); }
 Tensor meta(IntArrayRef sizes) { return empty(sizes, TensorOptions().device(kMeta)); }
 Tensor image(int64_t channels = 2, int64_t size = 5) { return counting({1, channels, size, size}); }

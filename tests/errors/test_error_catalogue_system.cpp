@@ -14,15 +14,11 @@ using namespace strata;
 using strata::testing::Expect;
 using strata::testing::Inputs;
 using strata::testing::Row;
+using strata::testing::counting;
 using strata::testing::run_catalogue;
 
 namespace {
 
-Tensor counting(IntArrayRef sizes, ScalarType dtype = kFloat32) {
-  int64_t count = 1;
-  for (int64_t s : sizes) count *= s;
-  return arange(count, dtype).reshape(sizes);
-}
 Tensor leaf(IntArrayRef sizes) { return counting(sizes, kFloat64).requires_grad_(); }
 
 // ---------------------------------------------------------------------------------------
