@@ -112,8 +112,12 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     Tensor& output = outputs[i];
     node->add_output_metadata(output);
     if (!output.defined()) continue;
-    const bool is_input = std::any_of(inputs.begin(), inputs.end(),
-                                      [&](const ForwardInput& input) { return input.impl == output.impl(); });
+    bool is_input = false, shares_storage = false;  // an input itself, or a view of one
+    for (const ForwardInput& input : inputs) {
+      if (!input.impl) continue;
+      is_input |= input.impl == output.impl();
+      shares_storage |= input.impl->storage() == output.impl()->storage();
+    }
     if (ctx.non_differentiable_.count(output.impl())) continue;
     const bool dirty = is_input && ctx.dirty_.count(output.impl());
     if (dirty) {
@@ -125,12 +129,7 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     STRATA_CHECK_TYPE(output.is_floating_point(), "[", node->name(), "] output ", i, " is ", output.dtype(),
                       ": only floating-point outputs can require grad; mark it non-differentiable");
     set_history(output, node, static_cast<uint32_t>(i));
-    if (dirty) continue;
-    const StorageImpl* storage = output.impl()->storage().get();
-    if (is_input || std::any_of(inputs.begin(), inputs.end(), [&](const ForwardInput& input) {
-          return input.impl && input.impl->storage().get() == storage;
-        }))
-      materialize_meta(output).is_view_ = true;  // Note [In-place on views]
+    if (shares_storage && !dirty) materialize_meta(output).is_view_ = true;  // Note [In-place on views]
   }
   ctx.save_variables(outputs, node);
 }

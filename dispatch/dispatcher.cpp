@@ -235,7 +235,7 @@ void OperatorHandle::call_boxed(Stack& stack) const {
 }
 
 void OperatorHandle::redispatch_boxed(DispatchKeySet keys, Stack& stack) const {
-  if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) detail::flush_pending_library_blocks();
+  detail::flush_if_blocks_pending();
   const KernelFunction& kernel = detail::lookup_kernel_slow(*this, keys, nullptr);
   kernel.boxed(kernel.functor, *this, stack);
 }
@@ -271,7 +271,7 @@ std::string describe_missing_op(Registry& reg, std::string_view name) {
 
 OperatorHandle find_op(std::string_view name) {
   std::string full = qualified(name);
-  if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) detail::flush_pending_library_blocks();
+  detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   detail::OperatorEntry* entry = reg.find(full);
@@ -280,7 +280,7 @@ OperatorHandle find_op(std::string_view name) {
 }
 
 bool has_op(std::string_view name) {
-  if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) detail::flush_pending_library_blocks();
+  detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   detail::OperatorEntry* entry = reg.find(std::string(name));
@@ -300,7 +300,7 @@ IValue call_boxed_by_name(std::string_view name, Stack stack) {
 }
 
 std::vector<std::string> registered_ops() {
-  if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) detail::flush_pending_library_blocks();
+  detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   std::vector<std::string> names;

@@ -64,6 +64,11 @@ struct OperatorCore {
 // See Note [Flushing while other threads call] in load_library.cpp.
 extern std::atomic<int> pending_library_blocks;
 void flush_pending_library_blocks();
+// What every lookup, call and registration does first: run the pending blocks, if any.
+inline void flush_if_blocks_pending() {
+  if (pending_library_blocks.load(std::memory_order_acquire) != 0) [[unlikely]]
+    flush_pending_library_blocks();
+}
 
 const KernelFunction& lookup_kernel_slow(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet* chosen);
 
@@ -154,8 +159,7 @@ class TypedOperatorHandle<R(Args...)> {
 
   // Calls the kernel for the highest key of `keys` as given.
   Return redispatch(DispatchKeySet keys, detail::canonical_arg_t<Args>... args) const {
-    if (detail::pending_library_blocks.load(std::memory_order_acquire) != 0) [[unlikely]]
-      detail::flush_pending_library_blocks();
+    detail::flush_if_blocks_pending();
     const detail::DispatchTable* table = handle_.core_->table.load(std::memory_order_acquire);
     const KernelFunction* kernel = keys.empty() ? nullptr : &table->kernels[static_cast<int>(keys.highest())];
     if (kernel == nullptr || kernel->unboxed == nullptr) [[unlikely]]

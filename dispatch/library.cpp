@@ -68,9 +68,6 @@ std::string qualify(const std::string& ns, std::string_view name, const char* wh
 // fails at once, and a run-time replacement lands on top of a static block's kernel (and is the
 // active one) instead of underneath it. Inside a block's own body nothing is pending any more.
 // See Note [Static library blocks] in load_library.cpp.
-void flush_pending_blocks() {
-  if (pending_library_blocks.load(std::memory_order_acquire) != 0) flush_pending_library_blocks();
-}
 
 }  // namespace
 
@@ -89,7 +86,7 @@ Library::Library(std::string ns, Kind kind, std::optional<DispatchKey> key, cons
   state_->key = key;
   state_->site = detail::format_site(file, line);
   if (kind != DEF) return;
-  detail::flush_pending_blocks();  // See Note [Libraries flush pending blocks first]
+  detail::flush_if_blocks_pending();  // See Note [Libraries flush pending blocks first]
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   auto [it, inserted] = reg.defining_library_site.emplace(state_->ns, state_->site);
@@ -124,7 +121,7 @@ Library& Library::def(std::string_view schema_text, AliasAnalysis alias, std::so
   STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
   STRATA_CHECK_VALUE(state_->kind != IMPL, "[", state_->ns, "] def: an IMPL Library cannot define operators (at ",
                      detail::format_site(where), ")");
-  detail::flush_pending_blocks();
+  detail::flush_if_blocks_pending();
   FunctionSchema schema = parse_schema(schema_text);
   std::string full = detail::qualify(state_->ns, schema.full_name(), "def");
   schema.name = full.substr(0, full.find('.', full.find("::") + 2));
@@ -146,7 +143,7 @@ Library& Library::impl_bundle(std::string_view name, detail::KernelBundle kernel
   const std::string full = detail::qualify(state_->ns, strip(name), "impl");
   const std::string site = detail::format_site(where);
   DispatchKey target = key.value_or(state_->key.value_or(DispatchKey::CompositeImplicitAutograd));
-  detail::flush_pending_blocks();
+  detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   detail::OperatorEntry* entry = reg.find(full);
@@ -175,7 +172,7 @@ Library& Library::fallback(detail::KernelBundle kernel, std::source_location whe
   STRATA_CHECK_VALUE(state_->key && is_runtime_key(*state_->key), "[", state_->ns,
                      "] fallback at ", site, ": needs an IMPL Library with a runtime dispatch key");
   DispatchKey key = *state_->key;
-  detail::flush_pending_blocks();
+  detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
   std::lock_guard lock(reg.mutex);
   uint64_t id = reg.next_id++;

@@ -116,10 +116,6 @@ void check_no_internal_overlap(const char* op, const Tensor& t) {
   }
 }
 
-void throw_scalar_overflow(const char* op, const Scalar& value, ScalarType dtype) {
-  throw_error<ValueError>("[", op, "] value ", value, " cannot be converted to type ", dtype, " without overflow");
-}
-
 namespace {
 
 template <class D, class S>

@@ -44,8 +44,6 @@ Scalar read_scalar(const Tensor& t);
 // ---------------------------------------------------------------------------------------
 // Scalars.
 
-[[noreturn]] void throw_scalar_overflow(const char* op, const Scalar& value, ScalarType dtype);
-
 // Note [Checked scalar conversion]
 // A Scalar given by the user (a fill value, alpha, the `other` of add.Scalar) converts to a
 // dtype like PyTorch's checked_convert: out-of-range values throw instead of wrapping, except
@@ -57,26 +55,14 @@ compute_type_t<T> checked_scalar(const Scalar& value, const char* op) {
   if constexpr (std::is_same_v<T, bool>) {
     return value.to_bool();
   } else if constexpr (std::is_integral_v<T>) {
-    using Limits = std::numeric_limits<T>;
-    if (value.is_floating_point()) {
-      const double d = value.to_double();
-      if (!(d >= static_cast<double>(Limits::min()) - 1.0 && d <= static_cast<double>(Limits::max()) + 1.0))
-        throw_scalar_overflow(op, value, scalar_type_of<T>);
-      return static_cast<C>(d);
-    }
-    const int64_t v = value.to_long();
-    const bool fits = std::is_signed_v<T>
-                          ? v >= static_cast<int64_t>(Limits::min()) && v <= static_cast<int64_t>(Limits::max())
-                          : v <= static_cast<int64_t>(Limits::max()) && v >= -static_cast<int64_t>(Limits::max());
-    if (!fits) throw_scalar_overflow(op, value, scalar_type_of<T>);
-    return static_cast<C>(v);
+    return value.to<T>(op);  // integral types compute in themselves (C == T)
   } else {
     const double d = value.to_double();
     double max_value = 0;
     if constexpr (std::is_same_v<T, Half>) max_value = 65504.0;
     else if constexpr (std::is_same_v<T, BFloat16>) max_value = 3.3895313892515355e38;
     else max_value = static_cast<double>(std::numeric_limits<T>::max());
-    if (std::isfinite(d) && std::abs(d) > max_value) throw_scalar_overflow(op, value, scalar_type_of<T>);
+    if (std::isfinite(d) && std::abs(d) > max_value) value.throw_does_not_fit(op, scalar_type_name(scalar_type_of<T>));
     return static_cast<C>(d);
   }
 }

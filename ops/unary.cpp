@@ -449,7 +449,7 @@ Tensor clamp_meta(const Tensor& self, const std::optional<Scalar>& min, const st
 void check_clamp_in_place(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   const ScalarType dtype = clamp_dtype("clamp_", self, min, max);
   STRATA_CHECK_TYPE(dtype == self.dtype(), "[clamp_] result type ", dtype, " can't be cast to the desired output type ",
-               self.dtype());
+                    self.dtype());
   detail::check_no_internal_overlap("clamp_", self);
 }
 

@@ -58,8 +58,8 @@ std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {
   return out;
 }
 
-void Scalar::throw_does_not_fit(const char* op, const char* type) const {
-  detail::throw_error<ValueError>("[", op, "] value ", *this, " cannot be converted to ", type, " without overflow");
+void Scalar::throw_does_not_fit(const char* op, std::string_view type) const {
+  detail::throw_error<ValueError>("[", op, "] value ", *this, " cannot be converted to type ", type, " without overflow");
 }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <ostream>
+#include <string_view>
 #include <type_traits>
 
 #include <strata/tensor/half.h>
@@ -64,9 +65,9 @@ class Scalar {
     }
   }
 
-  // This value as T. Throws ValueError when an integral T cannot hold it (see fits()).
+  // This value as T. Throws ValueError naming `op` when an integral T cannot hold it (see fits()).
   template <class T>
-  T to() const {
+  T to(const char* op = "Scalar.to") const {
     if constexpr (std::is_same_v<T, bool>) {
       return to_bool();
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
@@ -74,19 +75,19 @@ class Scalar {
     } else if constexpr (std::is_floating_point_v<T>) {
       return static_cast<T>(to_double());
     } else {
-      if (!fits<T>()) [[unlikely]] throw_does_not_fit("Scalar.to", integral_name<T>());
+      if (!fits<T>()) [[unlikely]] throw_does_not_fit(op, integral_name<T>());
       return kind_ == Kind::Floating ? static_cast<T>(value_.d) : static_cast<T>(value_.i);
     }
   }
 
-  // Throws ValueError: "[op] value V cannot be converted to TYPE without overflow".
-  [[noreturn]] void throw_does_not_fit(const char* op, const char* type) const;
-  // "int64", "uint8", ...: an integral type's name in messages.
+  // Throws ValueError: "[op] value V cannot be converted to type TYPE without overflow".
+  [[noreturn]] void throw_does_not_fit(const char* op, std::string_view type) const;
+  // "Int64", "UInt8", ...: an integral type's name in messages (scalar_type_name's for dtypes).
   template <class T>
   static constexpr const char* integral_name() {
     constexpr int bytes = sizeof(T);
-    if constexpr (std::is_signed_v<T>) return bytes == 1 ? "int8" : bytes == 2 ? "int16" : bytes == 4 ? "int32" : "int64";
-    else return bytes == 1 ? "uint8" : bytes == 2 ? "uint16" : bytes == 4 ? "uint32" : "uint64";
+    if constexpr (std::is_signed_v<T>) return bytes == 1 ? "Int8" : bytes == 2 ? "Int16" : bytes == 4 ? "Int32" : "Int64";
+    else return bytes == 1 ? "UInt8" : bytes == 2 ? "UInt16" : bytes == 4 ? "UInt32" : "UInt64";
   }
 
   // The dtype a tensor made from this value gets by default: kBool, kInt64 or kFloat32.

@@ -71,9 +71,7 @@ class Tensor {
   Scalar item() const;
   template <class T>
   T item() const {
-    const Scalar value = item();
-    if (!value.fits<T>()) [[unlikely]] value.throw_does_not_fit("item", Scalar::integral_name<T>());
-    return value.to<T>();
+    return item().to<T>("item");
   }
 
   // Conversions and copies.

@@ -227,6 +227,8 @@ TEST_CASE("in-place: relu_, clamp_, zero_ and fill_ write into self and bump the
   expect_error<Error>([] { tensor({1, 2}, kInt32).clamp_(0.5); },
                       "[clamp_] result type Float32 can't be cast to the desired output type Int32");
   expect_error<ValueError>([] { ones({2}, kUInt8).fill_(300); }, "[fill_] value 300 cannot be converted to type UInt8");
+  // 256.0 truncates to 256: past UInt8 (once accepted, and converted with undefined behaviour).
+  expect_error<ValueError>([] { ones({2}, kUInt8).fill_(256.0); }, "[fill_] value 256.0 cannot be converted to type UInt8");
   expect_error<Error>([] { relu_(tensor({1.0f}).expand({3})); }, "[relu_] unsupported operation");
 }
 

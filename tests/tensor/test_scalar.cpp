@@ -100,8 +100,8 @@ TEST_CASE("scalar: conversions to integral types refuse what the type cannot hol
   CHECK_FALSE(Scalar(-256).fits<uint8_t>());
   CHECK(Scalar(true).to<int64_t>() == 1);
   CHECK(Scalar(std::nan("")).fits<double>());
-  CHECK_THROWS_WITH_AS(Scalar(std::nan("")).to<int64_t>(), "[Scalar.to] value nan cannot be converted to int64 without overflow",
+  CHECK_THROWS_WITH_AS(Scalar(std::nan("")).to<int64_t>(), "[Scalar.to] value nan cannot be converted to type Int64 without overflow",
                        ValueError);
-  CHECK_THROWS_WITH_AS(Scalar(300).to<uint8_t>(), "[Scalar.to] value 300 cannot be converted to uint8 without overflow",
+  CHECK_THROWS_WITH_AS(Scalar(300).to<uint8_t>(), "[Scalar.to] value 300 cannot be converted to type UInt8 without overflow",
                        ValueError);
 }
