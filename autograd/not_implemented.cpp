@@ -67,3 +67,10 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, Stack& stack) {
 }  // namespace strata::autograd
 
 STRATA_LIBRARY_IMPL(_, Autograd, m) { m.fallback(&strata::autograd::autograd_not_implemented_fallback); }
+
+// The dispatcher runs autograd's in-place check before a mutable op's autograd kernel.
+// See Note [Mutation from the schema] in dispatch/dispatch_checks.cpp.
+namespace {
+const bool inplace_check_installed =
+    (strata::detail::set_inplace_check(&strata::autograd::detail::check_inplace), true);
+}

@@ -14,7 +14,7 @@ using namespace strata;
 
 namespace {
 
-using AddSignature = Tensor (*)(void*, const Tensor&, const Tensor&, const Scalar&);
+using AddSignature = Tensor (*)(void*, DispatchKeySet, const Tensor&, const Tensor&, const Scalar&);
 
 void add_dispatched(benchmark::State& state) {
   Tensor a = ones({1}), b = ones({1});
@@ -29,7 +29,7 @@ void add_kernel_direct(benchmark::State& state) {
       op.entry()->core.table.load()->kernels[static_cast<int>(DispatchKey::CPU)];
   auto direct = reinterpret_cast<AddSignature>(kernel.unboxed);
   Scalar alpha = 1;
-  for (auto _ : state) benchmark::DoNotOptimize(direct(kernel.functor, a, b, alpha));
+  for (auto _ : state) benchmark::DoNotOptimize(direct(kernel.functor, DispatchKeySet(DispatchKey::CPU), a, b, alpha));
 }
 BENCHMARK(add_kernel_direct);
 

@@ -161,8 +161,11 @@ void normalize_boxed_arguments(const FunctionSchema& schema, const std::string& 
 }
 
 namespace {
-void call_boxed_functor(void* functor, const OperatorHandle& op, Stack& stack) {
+void call_boxed_functor(void* functor, const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   (*static_cast<BoxedKernel*>(functor))(op, stack);
+}
+void call_boxed_functor_with_keys(void* functor, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  (*static_cast<BoxedKernelWithKeys*>(functor))(op, keys, stack);
 }
 }  // namespace
 
@@ -172,6 +175,16 @@ KernelBundle make_boxed_kernel_bundle(BoxedKernel kernel) {
   KernelBundle bundle;
   bundle.function.functor = state.get();
   bundle.function.boxed = &call_boxed_functor;
+  bundle.owner = std::move(state);
+  return bundle;
+}
+
+KernelBundle make_boxed_kernel_bundle(BoxedKernelWithKeys kernel) {
+  STRATA_CHECK_VALUE(static_cast<bool>(kernel), "[impl] boxed kernel is empty");
+  auto state = std::make_shared<BoxedKernelWithKeys>(std::move(kernel));
+  KernelBundle bundle;
+  bundle.function.functor = state.get();
+  bundle.function.boxed = &call_boxed_functor_with_keys;
   bundle.owner = std::move(state);
   return bundle;
 }

@@ -13,24 +13,31 @@ namespace strata {
 // A typed call gathers the key sets of its tensor (and Device) arguments, adds CPU when none
 // names a backend, applies the thread's include/exclude sets, and indexes the operator's
 // dispatch table with the highest key. The table holds one KernelFunction per runtime key,
-// already resolved from alias keys, so the fast path is: one TLS read, one atomic load, one
-// index and one indirect call. Empty slots, fallthrough kernels and boxed-only kernels take
-// lookup_kernel_slow(), which walks down the key set and consults the per-key fallbacks.
+// already resolved from alias keys (Note [Alias keys] in operator_entry.cpp), so the fast path
+// is: one TLS read (which also announces the call, Note [Reclaiming kernels] in reclaim.cpp),
+// one atomic load, a compare of the schema generation, a test of the table's checked keys, one
+// index and one indirect call that passes the key set along. Empty slots, fallthrough kernels
+// and boxed-only kernels take lookup_kernel_slow(), which walks down the key set and consults
+// the per-key fallbacks. Calls never lock; registration takes Registry::mutex, publishes a new
+// table atomically and retires the old one.
 
-// Note [Lock-free calls]
-// Calls read OperatorCore::table with an acquire load and never lock. Registration takes
-// Registry::mutex, builds a new table and publishes it with a release store. A call that
-// loaded the old table may still be running a kernel from it, so superseded tables are kept
-// by their entry and the state of removed kernels (captured lambdas, std::function) moves to
-// Registry::graveyard instead of being freed: every call sees an old or a new kernel, never
-// freed memory. The cost is a few hundred bytes per registration that is undone, bounded by
-// the number of registrations a program makes.
+// Note [Stale typed handles]
+// A TypedOperatorHandle calls kernels through the C++ signature it was made with. If its
+// operator is undefined and defined again with another schema, the new kernels take other
+// arguments, and calling them through the old signature would crash. So each operator counts
+// schema generations (one per distinct schema text it has had), the published table carries
+// the current one, and a typed handle remembers the one it was checked against: one load and
+// compare per call, a TypeError naming both schemas on mismatch. Defining a schema the
+// operator had before brings back its generation, so old handles made for it work again.
 
 std::string_view dispatch_key_name(DispatchKey key) {
   switch (key) {
     case DispatchKey::CPU: return "CPU";
     case DispatchKey::CUDA: return "CUDA";
     case DispatchKey::Meta: return "Meta";
+    case DispatchKey::AutogradMeta: return "AutogradMeta";
+    case DispatchKey::AutogradCPU: return "AutogradCPU";
+    case DispatchKey::AutogradCUDA: return "AutogradCUDA";
     case DispatchKey::Autograd: return "Autograd";
     case DispatchKey::Tracer: return "Tracer";
     case DispatchKey::CompositeImplicitAutograd: return "CompositeImplicitAutograd";
@@ -42,7 +49,7 @@ std::ostream& operator<<(std::ostream& out, DispatchKey key) { return out << dis
 std::ostream& operator<<(std::ostream& out, DispatchKeySet set) {
   out << "DispatchKeySet(";
   bool first = true;
-  for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
+  for (int k = kNumRuntimeKeys - 1; k >= 0; --k) {
     if (!set.has(static_cast<DispatchKey>(k))) continue;
     out << (first ? "" : ", ") << static_cast<DispatchKey>(k);
     first = false;
@@ -105,75 +112,27 @@ OperatorEntry* Registry::find(const std::string& full_name) {
   return it == entries.end() ? nullptr : it->second.get();
 }
 void Registry::publish_fallback(DispatchKey key) {
-  auto& stack = fallbacks[static_cast<int>(key)];
-  const KernelFunction* fresh = nullptr;
-  if (!stack.empty()) {
-    auto copy = std::make_shared<KernelFunction>(stack.back().kernel.function);
-    fresh = copy.get();
-    graveyard.push_back(std::move(copy));  // lives for the process: readers may hold it
-  }
-  active_fallback[static_cast<int>(key)].store(fresh, std::memory_order_release);
+  const int k = static_cast<int>(key);
+  auto& stack = fallbacks[k];
+  std::shared_ptr<const KernelFunction> fresh;
+  if (!stack.empty()) fresh = std::make_shared<KernelFunction>(stack.back().kernel.function);
+  active_fallback[k].store(fresh.get(), std::memory_order_release);
+  retire(std::exchange(active_fallback_owner[k], std::move(fresh)));  // calls may still read it
 }
 
-OperatorEntry::OperatorEntry(std::string full_name) : name(std::move(full_name)) {
-  auto empty = std::make_unique<DispatchTable>();
-  core.table.store(empty.get(), std::memory_order_release);
-  retired_tables_.push_back(std::move(empty));
-}
-
-const Registration* OperatorEntry::active(DispatchKey key) const {
-  const auto& stack = registrations[static_cast<int>(key)];
-  return stack.empty() ? nullptr : &stack.back();
-}
-
-// Note [Alias keys]
-// A runtime key's kernel is, in order: one registered for that key; for CPU, CUDA and Meta a
-// CompositeExplicitAutograd kernel, then a CompositeImplicitAutograd one; for Autograd a
-// CompositeImplicitAutograd kernel (autograd comes from the ops it calls). An Autograd or
-// Tracer slot left empty falls through to the next key.
-const KernelFunction& OperatorEntry::resolve(DispatchKey key) const {
-  static const KernelFunction empty;
-  if (const Registration* direct = active(key)) return direct->kernel.function;
-  if (is_backend_key(key)) {
-    if (const Registration* r = active(DispatchKey::CompositeExplicitAutograd)) return r->kernel.function;
-    if (const Registration* r = active(DispatchKey::CompositeImplicitAutograd)) return r->kernel.function;
-  }
-  if (key == DispatchKey::Autograd) {
-    if (const Registration* r = active(DispatchKey::CompositeImplicitAutograd)) return r->kernel.function;
-  }
-  return empty;
-}
-
-void OperatorEntry::publish_table() {
-  auto table = std::make_unique<DispatchTable>();
-  for (int k = 0; k < kNumRuntimeKeys; ++k) table->kernels[k] = resolve(static_cast<DispatchKey>(k));
-  core.table.store(table.get(), std::memory_order_release);
-  retired_tables_.push_back(std::move(table));
-}
-
-std::string OperatorEntry::keys_with_kernels() const {
-  std::string result;
-  for (int k = 0; k < kNumDispatchKeys; ++k) {
-    if (registrations[k].empty()) continue;
-    result += (result.empty() ? "" : ", ");
-    result += dispatch_key_name(static_cast<DispatchKey>(k));
-  }
-  return result.empty() ? "none" : result;
-}
-
-const KernelFunction& lookup_kernel_slow(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet* chosen) {
-  const DispatchTable* table = op.entry()->core.table.load(std::memory_order_acquire);
+const KernelFunction& lookup_kernel_slow(const OperatorHandle& op, const DispatchTable& table, DispatchKeySet keys,
+                                         DispatchKeySet* chosen) {
   const DispatchKeySet requested = keys;
   while (!keys.empty()) {
     DispatchKey key = keys.highest();
-    const KernelFunction& kernel = table->kernels[static_cast<int>(key)];
+    const KernelFunction& kernel = table.kernels[static_cast<int>(key)];
     const KernelFunction* use = kernel.valid() ? &kernel : nullptr;
     if (!use) use = registry().active_fallback[static_cast<int>(key)].load(std::memory_order_acquire);
     if (use && !use->fallthrough) {
       if (chosen) *chosen = keys;
       return *use;
     }
-    if (use || key == DispatchKey::Autograd || key == DispatchKey::Tracer) {
+    if (use || is_autograd_key(key) || key == DispatchKey::Tracer) {
       keys = keys.remove(key);  // fallthrough
       continue;
     }
@@ -216,11 +175,31 @@ bool OperatorHandle::has_kernel_for(DispatchKey key) const {
   return entry_ && !entry_->registrations[static_cast<int>(key)].empty();
 }
 
-void OperatorHandle::check_typed_signature(const detail::KernelSignature& signature) const {
+uint32_t OperatorHandle::check_typed_signature(const detail::KernelSignature& signature) const {
+  std::lock_guard lock(detail::registry().mutex);  // the schema may be undone meanwhile
   detail::check_signature(schema(), signature, name(), "typed<Sig>()");
+  return entry_->schema_generation;
 }
 
+uint32_t OperatorHandle::schema_generation() const {
+  std::lock_guard lock(detail::registry().mutex);
+  return entry_ ? entry_->schema_generation : 0;
+}
+
+namespace detail {
+void throw_stale_typed_handle(const OperatorHandle& op, uint32_t generation) {
+  std::lock_guard lock(registry().mutex);
+  const OperatorEntry& entry = *op.entry();
+  const std::string& then = entry.schema_texts.at(generation - 1);
+  const SchemaRegistration* now = entry.schema.load();
+  throw_error<TypeError>("[", op.name(), "] typed operator handle made for the schema ", then,
+                         ", but the operator was defined again as ", now ? now->schema.str() : std::string("(nothing)"),
+                         ": get a new handle with find_op(\"", op.name(), "\").typed<...>()");
+}
+}  // namespace detail
+
 void OperatorHandle::call_boxed(Stack& stack) const {
+  detail::CallScope scope;  // keeps the schema alive while it is read
   const FunctionSchema& op_schema = schema();
   detail::normalize_boxed_arguments(op_schema, name(), stack);
   DispatchKeySet keys;
@@ -231,13 +210,19 @@ void OperatorHandle::call_boxed(Stack& stack) const {
     else if (value.is_tensor_list()) detail::gather_keys(keys, value.to_tensor_list());
     else if (value.is_device()) detail::gather_keys(keys, value.to_device());
   }
-  redispatch_boxed(detail::apply_local_keys(keys), stack);
+  redispatch_boxed(scope.apply_local_keys(keys), stack);
 }
 
 void OperatorHandle::redispatch_boxed(DispatchKeySet keys, Stack& stack) const {
+  detail::CallScope scope;
   detail::flush_if_blocks_pending();
-  const KernelFunction& kernel = detail::lookup_kernel_slow(*this, keys, nullptr);
-  kernel.boxed(kernel.functor, *this, stack);
+  const detail::DispatchTable& table = *core_->table.load(std::memory_order_acquire);
+  DispatchKeySet served = keys;
+  const KernelFunction& kernel = detail::lookup_kernel_slow(*this, table, keys, &served);
+  if (table.checked_keys & (1u << static_cast<int>(served.highest())))
+    detail::call_boxed_checked(*this, table, kernel, served, stack);
+  else
+    kernel.boxed(kernel.functor, *this, served, stack);
 }
 
 namespace {
@@ -289,6 +274,7 @@ bool has_op(std::string_view name) {
 
 IValue call_boxed_by_name(std::string_view name, Stack stack) {
   OperatorHandle op = find_op(name);
+  detail::CallScope scope;  // keeps the schema alive while it is read
   op.call_boxed(stack);
   const size_t count = op.schema().returns.size();
   STRATA_CHECK_TYPE(stack.size() >= count, "[", op.name(), "] kernel pushed ", stack.size(), " results, schema has ", count);
@@ -308,45 +294,6 @@ std::vector<std::string> registered_ops() {
     if (entry->schema.load()) names.push_back(full);
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string dump_dispatch_table(std::string_view name) {
-  OperatorHandle op = find_op(name);
-  auto& reg = detail::registry();
-  std::lock_guard lock(reg.mutex);
-  detail::OperatorEntry& entry = *op.entry();
-  std::ostringstream out;
-  const detail::SchemaRegistration* schema = entry.schema.load();
-  out << entry.name << "\n  schema: " << schema->schema << "\n  defined at: " << schema->site << "\n";
-  out << "  dispatch table (runtime key -> kernel):\n";
-  for (int k = kNumRuntimeKeys - 1; k >= 0; --k) {
-    auto key = static_cast<DispatchKey>(k);
-    out << "    " << dispatch_key_name(key) << ": ";
-    const KernelFunction& kernel = entry.resolve(key);
-    if (!kernel.valid()) {
-      const KernelFunction* fallback = reg.active_fallback[k].load();
-      bool skips = key == DispatchKey::Autograd || key == DispatchKey::Tracer || (fallback && fallback->fallthrough);
-      out << (fallback && !fallback->fallthrough ? "[backend fallback]" : skips ? "[fallthrough]" : "[missing]") << "\n";
-      continue;
-    }
-    DispatchKey from = key;
-    if (!entry.active(key))
-      from = entry.active(DispatchKey::CompositeExplicitAutograd) && is_backend_key(key) ? DispatchKey::CompositeExplicitAutograd
-                                                                                          : DispatchKey::CompositeImplicitAutograd;
-    const detail::Registration* r = entry.active(from);
-    out << (kernel.fallthrough ? "[fallthrough]" : "kernel") << " registered at " << r->site;
-    if (from != key) out << " (via " << dispatch_key_name(from) << ")";
-    out << "\n";
-  }
-  out << "  registrations (newest first; the first is active):\n";
-  for (int k = 0; k < kNumDispatchKeys; ++k) {
-    const auto& stack = entry.registrations[k];
-    if (stack.empty()) continue;
-    out << "    " << dispatch_key_name(static_cast<DispatchKey>(k)) << ":";
-    for (auto it = stack.rbegin(); it != stack.rend(); ++it) out << " " << it->site << (it == stack.rbegin() ? " (active)" : "") << ";";
-    out << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace strata

@@ -1,6 +1,7 @@
 #pragma once
 // The dispatcher: operator handles, typed and boxed calls, thread-local key guards.
 // See Note [The path of one call] in dispatcher.cpp.
+#include <array>
 #include <atomic>
 #include <string>
 #include <string_view>
@@ -8,15 +9,14 @@
 #include <strata/dispatch/dispatch_key.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/kernel.h>
+#include <strata/dispatch/reclaim.h>
 #include <strata/dispatch/schema.h>
 
 namespace strata {
 
-// Keys added to / removed from every call on this thread.
-struct LocalDispatchKeySet {
-  DispatchKeySet included;
-  DispatchKeySet excluded;
-};
+// Keys added to / removed from every call on this thread (`included`, `excluded`), and the
+// thread's place in its calls. Alias keys in guards stand for their runtime keys.
+using LocalDispatchKeySet = detail::LocalDispatchState;
 namespace detail {
 LocalDispatchKeySet& local_dispatch_keys();
 }
@@ -34,7 +34,8 @@ class IncludeDispatchKeyGuard {
   DispatchKeySet previous_;
 };
 
-// Removes keys from every call on this thread for a scope (NoGradGuard excludes Autograd).
+// Removes keys from every call on this thread for a scope (NoGradGuard excludes Autograd, i.e.
+// AutogradMeta, AutogradCPU and AutogradCUDA).
 class ExcludeDispatchKeyGuard {
  public:
   explicit ExcludeDispatchKeyGuard(DispatchKeySet keys);
@@ -49,9 +50,81 @@ class ExcludeDispatchKeyGuard {
 
 namespace detail {
 
-// The kernels a call can reach, one per runtime key. Published atomically; never changed.
+// A return annotated Tensor(a) / Tensor(a!) and the argument it aliases.
+struct AliasedReturn {
+  uint8_t result = 0;
+  uint8_t argument = 0;
+  bool in_place = false;  // Tensor(a!): the very same tensor as the argument
+};
+
+// What an operator's schema says its kernels do to their arguments.
+// See Note [Mutation from the schema] in dispatch_checks.cpp.
+struct SchemaEffects {
+  uint64_t written_arguments = 0;  // bit i: argument i is Tensor(a!) (or a list or optional of them)
+  std::vector<AliasedReturn> aliased_returns;
+  std::string error_name;          // "relu_", "myops::swish_": the op as errors name it
+};
+
+// The kernels a call can reach, one per runtime key, and what the dispatcher does around
+// them. Published atomically; never changed; freed by the reclaimer (Note [Reclaiming kernels]).
 struct DispatchTable {
   KernelFunction kernels[kNumRuntimeKeys];
+  uint32_t schema_generation = 0;  // See Note [Stale typed handles] in dispatcher.cpp
+  // Runtime keys whose kernels the dispatcher wraps: autograd keys of mutable ops (in-place
+  // check before), backend keys of mutable or aliasing ops (version bump and alias check after).
+  uint16_t checked_keys = 0;
+  SchemaEffects effects;
+};
+
+// An argument or result as the checks around kernels see it.
+struct ArgumentRef {
+  const Tensor* tensor = nullptr;
+  const tensor_list* list = nullptr;
+};
+template <class T>
+ArgumentRef argument_ref(const T& value) {
+  using D = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<D, Tensor>) return {&value, nullptr};
+  else if constexpr (std::is_same_v<D, std::optional<Tensor>>) return {value ? &*value : nullptr, nullptr};
+  else if constexpr (std::is_same_v<D, tensor_list>) return {nullptr, &value};
+  else return {};
+}
+// Before an autograd key's kernel: refuses in-place changes autograd cannot record.
+void check_written_arguments(const DispatchTable& table, const ArgumentRef* arguments);
+// After a backend kernel: bumps written arguments' versions, checks aliased returns.
+void after_backend_kernel(const DispatchTable& table, const ArgumentRef* arguments, const ArgumentRef* results,
+                          size_t result_count);
+// Calls a boxed kernel with the checks of checked_keys around it.
+void call_boxed_checked(const OperatorHandle& op, const DispatchTable& table, const KernelFunction& kernel,
+                        DispatchKeySet keys, Stack& stack);
+[[noreturn]] void throw_stale_typed_handle(const OperatorHandle& op, uint32_t generation);
+
+// Autograd's in-place check (autograd::detail::check_inplace), installed at static
+// initialisation: dispatch/ cannot depend on autograd/.
+using InplaceCheck = void (*)(const Tensor& self, const char* op);
+void set_inplace_check(InplaceCheck check);
+
+// One dispatcher call on this thread: announces the thread's epoch on the outermost call.
+// See Note [Reclaiming kernels] in reclaim.cpp.
+class CallScope {
+ public:
+  CallScope() : local_(local_dispatch_keys()) {
+    if (local_.call_depth++ == 0) enter_epoch(local_);
+  }
+  ~CallScope() {
+    if (--local_.call_depth == 0) leave_epoch(local_);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  // The keys a call dispatches on: its arguments' keys (CPU when none names a backend),
+  // plus the thread's included keys, minus its excluded keys.
+  DispatchKeySet apply_local_keys(DispatchKeySet keys) const {
+    if ((keys & kBackendKeys).empty()) keys = keys.add(DispatchKey::CPU);
+    return (keys | local_.included) - local_.excluded;
+  }
+
+ private:
+  LocalDispatchState& local_;
 };
 
 class OperatorEntry;
@@ -70,7 +143,10 @@ inline void flush_if_blocks_pending() {
     flush_pending_library_blocks();
 }
 
-const KernelFunction& lookup_kernel_slow(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet* chosen);
+// The kernel for the highest key of `keys` that has one (skipping fallthroughs and empty
+// autograd/Tracer slots); `chosen` gets the keys from that one down.
+const KernelFunction& lookup_kernel_slow(const OperatorHandle& op, const DispatchTable& table, DispatchKeySet keys,
+                                         DispatchKeySet* chosen);
 
 inline void gather_keys(DispatchKeySet&) {}
 template <class T, class... Rest>
@@ -91,11 +167,8 @@ inline void gather_keys(DispatchKeySet& keys, const T& first, const Rest&... res
   gather_keys(keys, rest...);
 }
 
-// The keys a call dispatches on: its arguments' keys (CPU when none names a backend),
-// plus the thread's included keys, minus its excluded keys.
 inline DispatchKeySet apply_local_keys(DispatchKeySet keys) {
-  constexpr DispatchKeySet backends = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::CUDA).add(DispatchKey::Meta);
-  if ((keys & backends).empty()) keys = keys.add(DispatchKey::CPU);
+  if ((keys & kBackendKeys).empty()) keys = keys.add(DispatchKey::CPU);
   const LocalDispatchKeySet& local = local_dispatch_keys();
   return (keys | local.included) - local.excluded;
 }
@@ -126,6 +199,8 @@ class OperatorHandle {
   void call_boxed(Stack& stack) const;
   // Calls the kernel for the highest key of `keys` (no thread-local keys applied).
   void redispatch_boxed(DispatchKeySet keys, Stack& stack) const;
+  // The schema generation typed handles are checked against. See Note [Stale typed handles].
+  uint32_t schema_generation() const;
 
   detail::OperatorEntry* entry() const { return entry_; }
   bool operator==(const OperatorHandle& other) const { return entry_ == other.entry_; }
@@ -135,7 +210,8 @@ class OperatorHandle {
   template <class Signature>
   friend class TypedOperatorHandle;
   explicit OperatorHandle(detail::OperatorEntry* entry, detail::OperatorCore* core) : entry_(entry), core_(core) {}
-  void check_typed_signature(const detail::KernelSignature& signature) const;
+  // Checks under the registry lock; returns the schema generation it checked.
+  uint32_t check_typed_signature(const detail::KernelSignature& signature) const;
 
   detail::OperatorEntry* entry_ = nullptr;
   detail::OperatorCore* core_ = nullptr;
@@ -154,34 +230,79 @@ class TypedOperatorHandle<R(Args...)> {
   Return call(detail::canonical_arg_t<Args>... args) const {
     DispatchKeySet keys;
     detail::gather_keys(keys, args...);
-    return redispatch(detail::apply_local_keys(keys), args...);
+    detail::CallScope scope;
+    return dispatch(scope.apply_local_keys(keys), args...);
   }
 
-  // Calls the kernel for the highest key of `keys` as given.
+  // Calls the kernel for the highest key of `keys` as given (what a kernel that takes the key
+  // set calls to pass the call on below its own key).
   Return redispatch(DispatchKeySet keys, detail::canonical_arg_t<Args>... args) const {
-    detail::flush_if_blocks_pending();
-    const detail::DispatchTable* table = handle_.core_->table.load(std::memory_order_acquire);
-    const KernelFunction* kernel = keys.empty() ? nullptr : &table->kernels[static_cast<int>(keys.highest())];
-    if (kernel == nullptr || kernel->unboxed == nullptr) [[unlikely]]
-      kernel = &detail::lookup_kernel_slow(handle_, keys, nullptr);
-    if (kernel->unboxed != nullptr) [[likely]] {
-      using Thunk = Return (*)(void*, detail::canonical_arg_t<Args>...);
-      return reinterpret_cast<Thunk>(kernel->unboxed)(kernel->functor, args...);
-    }
-    return call_through_boxed(*kernel, args...);
+    detail::CallScope scope;
+    return dispatch(keys, args...);
   }
 
   const OperatorHandle& handle() const { return handle_; }
 
  private:
   friend class OperatorHandle;
-  explicit TypedOperatorHandle(OperatorHandle handle) : handle_(handle) {}
+  TypedOperatorHandle(OperatorHandle handle, uint32_t generation) : handle_(handle), generation_(generation) {}
 
-  Return call_through_boxed(const KernelFunction& kernel, detail::canonical_arg_t<Args>... args) const {
+  Return dispatch(DispatchKeySet keys, detail::canonical_arg_t<Args>... args) const {
+    detail::flush_if_blocks_pending();
+    const detail::DispatchTable* table = handle_.core_->table.load(std::memory_order_acquire);
+    if (table->schema_generation != generation_) [[unlikely]]
+      detail::throw_stale_typed_handle(handle_, generation_);
+    DispatchKeySet served = keys;
+    const KernelFunction* kernel = keys.empty() ? nullptr : &table->kernels[static_cast<int>(keys.highest())];
+    if (kernel == nullptr || kernel->unboxed == nullptr) [[unlikely]]
+      kernel = &detail::lookup_kernel_slow(handle_, *table, keys, &served);
+    if (table->checked_keys != 0) [[unlikely]] {
+      if (table->checked_keys & (1u << static_cast<int>(served.highest())))
+        return call_checked(*table, *kernel, served, args...);
+    }
+    return invoke(*kernel, served, args...);
+  }
+
+  Return invoke(const KernelFunction& kernel, DispatchKeySet keys, detail::canonical_arg_t<Args>... args) const {
+    if (kernel.unboxed != nullptr) [[likely]] {
+      using Thunk = Return (*)(void*, DispatchKeySet, detail::canonical_arg_t<Args>...);
+      return reinterpret_cast<Thunk>(kernel.unboxed)(kernel.functor, keys, args...);
+    }
+    return call_through_boxed(kernel, keys, args...);
+  }
+
+  // See Note [Mutation from the schema] in dispatch_checks.cpp.
+  Return call_checked(const detail::DispatchTable& table, const KernelFunction& kernel, DispatchKeySet keys,
+                      detail::canonical_arg_t<Args>... args) const {
+    const std::array<detail::ArgumentRef, sizeof...(Args) + 1> arguments{detail::argument_ref(args)..., {}};
+    if (is_autograd_key(keys.highest())) {
+      detail::check_written_arguments(table, arguments.data());
+      return invoke(kernel, keys, args...);
+    }
+    if constexpr (std::is_void_v<Return>) {
+      invoke(kernel, keys, args...);
+      detail::after_backend_kernel(table, arguments.data(), nullptr, 0);
+    } else if constexpr (requires { std::tuple_size<Return>::value; }) {
+      Return result = invoke(kernel, keys, args...);
+      auto results = std::apply([](const auto&... parts) {
+        return std::array<detail::ArgumentRef, std::tuple_size_v<Return>>{detail::argument_ref(parts)...};
+      }, result);
+      detail::after_backend_kernel(table, arguments.data(), results.data(), results.size());
+      return result;
+    } else {
+      Return result = invoke(kernel, keys, args...);
+      const detail::ArgumentRef reference = detail::argument_ref(result);
+      detail::after_backend_kernel(table, arguments.data(), &reference, 1);
+      return result;
+    }
+  }
+
+  Return call_through_boxed(const KernelFunction& kernel, DispatchKeySet keys,
+                            detail::canonical_arg_t<Args>... args) const {
     Stack stack;
     stack.reserve(sizeof...(Args));
     (stack.emplace_back(args), ...);
-    kernel.boxed(kernel.functor, handle_, stack);
+    kernel.boxed(kernel.functor, handle_, keys, stack);
     return pop_results(stack);
   }
   Return pop_results(Stack& stack) const {
@@ -202,6 +323,7 @@ class TypedOperatorHandle<R(Args...)> {
   }
 
   OperatorHandle handle_;
+  uint32_t generation_ = 0;
 };
 
 template <class Signature>
@@ -211,8 +333,8 @@ TypedOperatorHandle<Signature> OperatorHandle::typed() const {
   auto signature = [&]<class... P>(std::tuple<P...>*) {
     return detail::make_kernel_signature<typename Traits::return_type, P...>();
   }(static_cast<Params*>(nullptr));
-  check_typed_signature(signature);
-  return TypedOperatorHandle<Signature>(*this);
+  const uint32_t generation = check_typed_signature(signature);
+  return TypedOperatorHandle<Signature>(*this, generation);
 }
 
 // Looks an operator up by "ns::name" or "ns::name.overload". Throws ValueError when there is

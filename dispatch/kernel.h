@@ -2,7 +2,8 @@
 // Kernels: any callable, stored once with two entry points made from its signature.
 //   unboxed: a thunk taking the schema's canonical C++ argument types (the typed fast path);
 //   boxed:   a thunk popping IValues from a Stack and pushing the results.
-// See Note [Canonical C++ types] below.
+// Both take the DispatchKeySet the call dispatched with. See Note [Canonical C++ types] and
+// Note [Kernels that take the key set] below.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <strata/dispatch/dispatch_key.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/schema.h>
 
@@ -19,6 +21,17 @@ namespace strata {
 
 class OperatorHandle;
 using BoxedKernel = std::function<void(const OperatorHandle&, Stack&)>;
+// A boxed kernel or fallback that also receives the key set its call dispatched with.
+using BoxedKernelWithKeys = std::function<void(const OperatorHandle&, DispatchKeySet, Stack&)>;
+
+// Note [Kernels that take the key set]
+// As in PyTorch, a kernel whose first parameter is a DispatchKeySet receives the keys the call
+// dispatched with, and can pass on what lies below its own key:
+//   Tensor my_autograd(DispatchKeySet keys, const Tensor& x) {
+//     return op.redispatch(keys & DispatchKeySet(DispatchKeySet::FULL_AFTER, DispatchKey::AutogradCPU), x);
+//   }
+// The schema check ignores that leading parameter. Every thunk takes the key set (one more
+// register argument on the typed path); kernels without the parameter drop it.
 
 // Note [Canonical C++ types]
 // Each schema type has exactly one canonical C++ type, used by the unboxed thunks:
@@ -30,8 +43,8 @@ using BoxedKernel = std::function<void(const OperatorHandle&, Stack&)>;
 // std::optional<Tensor>); its thunk converts. Since both a kernel and a typed<Sig>() handle
 // are checked against the same schema, both reach the same canonical function type.
 struct KernelFunction {
-  using BoxedFunction = void (*)(void* functor, const OperatorHandle& op, Stack& stack);
-  void* unboxed = nullptr;        // CanonicalReturn (*)(void* functor, CanonicalArgs...)
+  using BoxedFunction = void (*)(void* functor, const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+  void* unboxed = nullptr;        // CanonicalReturn (*)(void* functor, DispatchKeySet keys, CanonicalArgs...)
   BoxedFunction boxed = nullptr;  // null for fallthrough
   void* functor = nullptr;        // state of the callable (owned by its registration)
   bool fallthrough = false;       // skip this key, go on to the next one
@@ -166,6 +179,18 @@ struct FunctionTraits<R (C::*)(Params...) const noexcept> : FunctionTraits<R (*)
 template <class R, class... Params>
 struct FunctionTraits<R (*)(Params...) noexcept> : FunctionTraits<R (*)(Params...)> {};
 
+// Whether a kernel's parameter list starts with DispatchKeySet, and the parameters after it.
+template <class Params>
+struct LeadingKeySet {
+  static constexpr bool value = false;
+  using rest = Params;
+};
+template <class First, class... Rest>
+struct LeadingKeySet<std::tuple<First, Rest...>> {
+  static constexpr bool value = std::is_same_v<std::remove_cvref_t<First>, DispatchKeySet>;
+  using rest = std::conditional_t<value, std::tuple<Rest...>, std::tuple<First, Rest...>>;
+};
+
 template <class F>
 concept DeducibleCallable = requires { &F::operator(); } || std::is_function_v<std::remove_pointer_t<F>>;
 
@@ -213,21 +238,27 @@ decltype(auto) invoke_functor(void* functor, Args&&... args) {
 
 void check_boxed_arity(const OperatorHandle& op, const Stack& stack, size_t count);
 
-template <class Functor, class R, class... Params>
+// TakesKeys: the functor's first parameter is a DispatchKeySet (not among Params).
+template <class Functor, bool TakesKeys, class R, class... Params>
 struct KernelThunk {
   using Return = canonical_return_t<R>;
 
-  static Return unboxed(void* functor, canonical_arg_t<Params>... args) {
-    if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, args...);
-    else return Return(invoke_functor<Functor>(functor, args...));
+  static Return unboxed(void* functor, DispatchKeySet keys, canonical_arg_t<Params>... args) {
+    if constexpr (TakesKeys) {
+      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, keys, args...);
+      else return Return(invoke_functor<Functor>(functor, keys, args...));
+    } else {
+      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, args...);
+      else return Return(invoke_functor<Functor>(functor, args...));
+    }
   }
 
-  static void boxed(void* functor, const OperatorHandle& op, Stack& stack) {
+  static void boxed(void* functor, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
     constexpr size_t count = sizeof...(Params);
     check_boxed_arity(op, stack, count);
     const size_t first = stack.size() - count;
     auto run = [&]<size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
-      return unboxed(functor, from_ivalue<canonical_arg_t<Params>>(stack[first + I])...);
+      return unboxed(functor, keys, from_ivalue<canonical_arg_t<Params>>(stack[first + I])...);
     };
     if constexpr (std::is_void_v<Return>) {
       run(std::index_sequence_for<Params...>{});
@@ -247,14 +278,14 @@ struct KernelBundle {
   std::optional<KernelSignature> signature;  // nullopt for boxed kernels: checked at call time
 };
 
-template <class Functor, class R, class... Params>
+template <class Functor, class R, bool TakesKeys = false, class... Params>
 KernelBundle make_kernel_bundle(void* functor, std::shared_ptr<void> owner, std::tuple<Params...>*) {
   KernelBundle bundle;
   bundle.signature = make_kernel_signature<R, Params...>();
   bundle.owner = std::move(owner);
   bundle.function.functor = functor;
   if constexpr ((arg_supported<Params> && ...) && return_supported<R>) {
-    using Thunk = KernelThunk<Functor, R, Params...>;
+    using Thunk = KernelThunk<Functor, TakesKeys, R, Params...>;
     bundle.function.unboxed = reinterpret_cast<void*>(&Thunk::unboxed);
     bundle.function.boxed = &Thunk::boxed;
   }
@@ -263,6 +294,7 @@ KernelBundle make_kernel_bundle(void* functor, std::shared_ptr<void> owner, std:
 }
 
 KernelBundle make_boxed_kernel_bundle(BoxedKernel kernel);
+KernelBundle make_boxed_kernel_bundle(BoxedKernelWithKeys kernel);
 KernelBundle make_fallthrough_bundle();
 
 // Any callable -> KernelBundle. Function pointers and captureless lambdas need no state.
@@ -271,23 +303,25 @@ KernelBundle make_kernel(F&& callable) {
   using Decayed = std::decay_t<F>;
   if constexpr (std::is_same_v<Decayed, KernelBundle>) {
     return std::forward<F>(callable);
-  } else if constexpr (std::is_same_v<Decayed, BoxedKernel>) {
+  } else if constexpr (std::is_same_v<Decayed, BoxedKernel> || std::is_same_v<Decayed, BoxedKernelWithKeys>) {
     return make_boxed_kernel_bundle(std::forward<F>(callable));
   } else {
     static_assert(DeducibleCallable<Decayed>,
                   "strata: a kernel must have one call signature (no generic lambdas or overloaded functors)");
     using Traits = FunctionTraits<Decayed>;
     using R = typename Traits::return_type;
-    typename Traits::params* tag = nullptr;
+    using Leading = LeadingKeySet<typename Traits::params>;  // See Note [Kernels that take the key set]
+    constexpr bool takes_keys = Leading::value;
+    typename Leading::rest* tag = nullptr;
     if constexpr (std::is_pointer_v<Decayed>) {
       STRATA_CHECK_VALUE(callable != nullptr, "[impl] kernel function pointer is null");
-      return make_kernel_bundle<Decayed, R>(reinterpret_cast<void*>(callable), nullptr, tag);
+      return make_kernel_bundle<Decayed, R, takes_keys>(reinterpret_cast<void*>(callable), nullptr, tag);
     } else if constexpr (std::is_empty_v<Decayed> && std::is_default_constructible_v<Decayed>) {
-      return make_kernel_bundle<Decayed, R>(nullptr, nullptr, tag);
+      return make_kernel_bundle<Decayed, R, takes_keys>(nullptr, nullptr, tag);
     } else {
       auto state = std::make_shared<Decayed>(std::forward<F>(callable));
       void* raw = state.get();
-      return make_kernel_bundle<Decayed, R>(raw, std::move(state), tag);
+      return make_kernel_bundle<Decayed, R, takes_keys>(raw, std::move(state), tag);
     }
   }
 }

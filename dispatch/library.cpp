@@ -7,8 +7,11 @@
 namespace strata {
 namespace detail {
 
+// Removed registrations are retired, not freed: a call on another thread may still be running
+// them. See Note [Reclaiming kernels] in reclaim.cpp.
 void LibraryState::undo() {
   auto& reg = registry();
+  ReclaimAfterUnlock reclaim_after(/*force=*/true);
   std::lock_guard lock(reg.mutex);
   if (undone) return;
   undone = true;
@@ -16,32 +19,37 @@ void LibraryState::undo() {
     switch (it->what) {
       case Undo::What::Schema: {
         const SchemaRegistration* old = it->entry->schema.exchange(nullptr);
-        // A concurrent call may still read it: keep it alive. See Note [Lock-free calls].
-        if (old) reg.graveyard.push_back(std::shared_ptr<void>(const_cast<SchemaRegistration*>(old), [](void* p) { delete static_cast<SchemaRegistration*>(p); }));
+        it->entry->publish_table();
+        retire(std::unique_ptr<const SchemaRegistration>(old));
         break;
       }
       case Undo::What::Kernel: {
         auto& stack = it->entry->registrations[static_cast<int>(it->key)];
         auto found = std::find_if(stack.begin(), stack.end(), [&](const Registration& r) { return r.id == it->id; });
         if (found == stack.end()) break;
-        if (found->kernel.owner) reg.graveyard.push_back(found->kernel.owner);
+        std::shared_ptr<void> owner = std::move(found->kernel.owner);
         stack.erase(found);
         it->entry->publish_table();
+        retire(std::move(owner));
         break;
       }
-      case Undo::What::Fallback: {
-        auto& stack = reg.fallbacks[static_cast<int>(it->key)];
-        auto found = std::find_if(stack.begin(), stack.end(), [&](const Registration& r) { return r.id == it->id; });
-        if (found == stack.end()) break;
-        if (found->kernel.owner) reg.graveyard.push_back(found->kernel.owner);
-        stack.erase(found);
-        reg.publish_fallback(it->key);
+      case Undo::What::Fallback:
+        for (int k = 0; k < kNumRuntimeKeys; ++k) {  // an alias key's fallback sits at each of its keys
+          if (!DispatchKeySet(it->key).has(static_cast<DispatchKey>(k))) continue;
+          auto& stack = reg.fallbacks[k];
+          auto found = std::find_if(stack.begin(), stack.end(), [&](const Registration& r) { return r.id == it->id; });
+          if (found == stack.end()) continue;
+          std::shared_ptr<void> owner = std::move(found->kernel.owner);
+          stack.erase(found);
+          reg.publish_fallback(static_cast<DispatchKey>(k));
+          retire(std::move(owner));
+        }
         break;
-      }
       case Undo::What::Namespace: reg.defining_library_site.erase(ns); break;
     }
   }
   undo_log.clear();
+  reclaim_after.collect();
 }
 
 namespace {
@@ -131,8 +139,10 @@ Library& Library::def(std::string_view schema_text, AliasAnalysis alias, std::so
   detail::OperatorEntry& entry = reg.entry(full);
   if (const auto* existing = entry.schema.load())
     detail::throw_error<ValueError>("[", full, "] operator defined twice: first at ", existing->site, ", again at ", site);
+  entry.note_schema_defined(schema);  // See Note [Stale typed handles] in dispatcher.cpp
   auto* registration = new detail::SchemaRegistration{reg.next_id++, std::move(schema), alias, site};
   entry.schema.store(registration, std::memory_order_release);
+  entry.publish_table();
   state_->undo_log.push_back({detail::LibraryState::Undo::What::Schema, &entry});
   return *this;
 }
@@ -145,6 +155,7 @@ Library& Library::impl_bundle(std::string_view name, detail::KernelBundle kernel
   DispatchKey target = key.value_or(state_->key.value_or(DispatchKey::CompositeImplicitAutograd));
   detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
+  detail::ReclaimAfterUnlock reclaim_after(/*force=*/false);
   std::lock_guard lock(reg.mutex);
   detail::OperatorEntry* entry = reg.find(full);
   const detail::SchemaRegistration* schema = entry ? entry->schema.load() : nullptr;
@@ -159,26 +170,36 @@ Library& Library::impl_bundle(std::string_view name, detail::KernelBundle kernel
   stack.push_back({id, std::move(kernel), site});
   entry->publish_table();
   state_->undo_log.push_back({detail::LibraryState::Undo::What::Kernel, entry, target, id});
+  reclaim_after.collect();
   return *this;
 }
 
 Library& Library::fallback(BoxedKernel kernel, std::source_location where) {
   return fallback(detail::make_boxed_kernel_bundle(std::move(kernel)), where);
 }
+Library& Library::fallback(BoxedKernelWithKeys kernel, std::source_location where) {
+  return fallback(detail::make_boxed_kernel_bundle(std::move(kernel)), where);
+}
 
 Library& Library::fallback(detail::KernelBundle kernel, std::source_location where) {
   STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
   const std::string site = detail::format_site(where);
-  STRATA_CHECK_VALUE(state_->key && is_runtime_key(*state_->key), "[", state_->ns,
-                     "] fallback at ", site, ": needs an IMPL Library with a runtime dispatch key");
+  STRATA_CHECK_VALUE(state_->key && (is_runtime_key(*state_->key) || *state_->key == DispatchKey::Autograd), "[",
+                     state_->ns, "] fallback at ", site,
+                     ": needs an IMPL Library with a runtime dispatch key or the Autograd alias");
   DispatchKey key = *state_->key;
   detail::flush_if_blocks_pending();
   auto& reg = detail::registry();
+  detail::ReclaimAfterUnlock reclaim_after(/*force=*/false);
   std::lock_guard lock(reg.mutex);
   uint64_t id = reg.next_id++;
-  reg.fallbacks[static_cast<int>(key)].push_back({id, std::move(kernel), site});
-  reg.publish_fallback(key);
+  for (int k = 0; k < kNumRuntimeKeys; ++k) {  // the Autograd alias: one registration per autograd key
+    if (!DispatchKeySet(key).has(static_cast<DispatchKey>(k))) continue;
+    reg.fallbacks[k].push_back({id, kernel, site});
+    reg.publish_fallback(static_cast<DispatchKey>(k));
+  }
   state_->undo_log.push_back({detail::LibraryState::Undo::What::Fallback, nullptr, key, id});
+  reclaim_after.collect();
   return *this;
 }
 

@@ -53,6 +53,8 @@ class Library {
   }
   // A boxed kernel for every operator reached with this library's key and no kernel of its own.
   Library& fallback(BoxedKernel kernel, std::source_location where = std::source_location::current());
+  // The same, receiving the key set the call dispatched with.
+  Library& fallback(BoxedKernelWithKeys kernel, std::source_location where = std::source_location::current());
   Library& fallback(detail::KernelBundle kernel, std::source_location where = std::source_location::current());
 
   const std::string& ns() const;

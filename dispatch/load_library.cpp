@@ -162,6 +162,13 @@ void LibraryHandle::unload() {
   if (!handle_) return;
   for (auto it = libraries_.rbegin(); it != libraries_.rend(); ++it) (*it)->undo();
   libraries_.clear();
+  // Calls still running the .so's kernels, and its kernels' state awaiting reclamation, must be
+  // done before its code goes. See Note [Reclaiming kernels] in reclaim.cpp.
+  detail::wait_for_calls_in_flight(detail::local_dispatch_keys());
+  {
+    std::vector<std::shared_ptr<const void>> doomed;
+    detail::reclaim(doomed, /*force=*/true);
+  }
   dlclose(handle_);
   handle_ = nullptr;
 }

@@ -26,24 +26,34 @@ struct SchemaRegistration {
   std::string site;
 };
 
+// Which registration serves a runtime key, and under which key it was registered.
+struct Resolution {
+  const Registration* registration = nullptr;  // null: the key's fallback, if any, serves it
+  DispatchKey from = DispatchKey::CPU;
+};
+
 class OperatorEntry {
  public:
   explicit OperatorEntry(std::string name);
 
   OperatorHandle handle() { return OperatorHandle(this, &core); }
-  // Recomputes the dispatch table from the registration stacks and publishes it.
+  // Recomputes the dispatch table from the schema and registration stacks, publishes it and
+  // retires the old one.
   void publish_table();
-  const KernelFunction& resolve(DispatchKey key) const;
+  // See Note [Alias keys] in operator_entry.cpp.
+  Resolution resolve(DispatchKey key) const;
   const Registration* active(DispatchKey key) const;
   std::string keys_with_kernels() const;
+  // A schema is being defined: its generation, new unless the same text was defined before.
+  void note_schema_defined(const FunctionSchema& schema);
 
   OperatorCore core;
   const std::string name;                              // "ns::name.overload"
   std::atomic<const SchemaRegistration*> schema{nullptr};
   std::vector<Registration> registrations[kNumDispatchKeys];  // per key; back() is active
-
- private:
-  std::vector<std::unique_ptr<const DispatchTable>> retired_tables_;
+  // See Note [Stale typed handles] in dispatcher.cpp.
+  uint32_t schema_generation = 0;
+  std::vector<std::string> schema_texts;               // [generation - 1]: the schema it had
 };
 
 // A library's registrations, for undo. Shared by its Library and any LibraryHandle.
@@ -73,14 +83,24 @@ struct Registry {
   std::unordered_map<std::string, std::string> defining_library_site;  // ns -> "file:line"
   std::vector<Registration> fallbacks[kNumRuntimeKeys];
   std::atomic<const KernelFunction*> active_fallback[kNumRuntimeKeys] = {};
-  // Kernel state and superseded schemas/fallbacks another thread may still be reading.
-  // See Note [Lock-free calls] in dispatcher.cpp.
-  std::vector<std::shared_ptr<void>> graveyard;
+  std::shared_ptr<const KernelFunction> active_fallback_owner[kNumRuntimeKeys];
   uint64_t next_id = 1;
 
   OperatorEntry& entry(const std::string& full_name);  // creates when missing
   OperatorEntry* find(const std::string& full_name);
   void publish_fallback(DispatchKey key);
+};
+
+// Frees, outside the registry lock, what no call can reach any more. See Note [Reclaiming kernels].
+class ReclaimAfterUnlock {
+ public:
+  explicit ReclaimAfterUnlock(bool force) : force_(force) {}
+  ~ReclaimAfterUnlock() = default;  // destroys `doomed` after the lock_guard declared later
+  void collect() { reclaim(doomed_, force_); }
+
+ private:
+  bool force_;
+  std::vector<std::shared_ptr<const void>> doomed_;
 };
 
 // Never destroyed: static Library objects unregister from it during exit.

@@ -56,9 +56,11 @@ class TensorImpl : public RefCounted {
 
   AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta);
-  // Autograd calls this when requires_grad changes: the Autograd key follows it.
+  // Autograd calls this when requires_grad changes: the autograd key of the tensor's backend
+  // (AutogradCPU for a CPU tensor...) follows it.
   void set_autograd_key(bool on) {
-    key_set_ = on ? key_set_.add(DispatchKey::Autograd) : key_set_.remove(DispatchKey::Autograd);
+    key_set_ = key_set_.remove(DispatchKey::Autograd);
+    if (on) key_set_ = key_set_.add(autograd_key_of((key_set_ & kBackendKeys).highest()));
   }
 
  private:
