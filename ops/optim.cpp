@@ -167,8 +167,6 @@ void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<
       sgd_loop<T>(detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), data_or_null<T>(t[2]), param.numel(), args);
     });
   });
-  param.impl()->bump_version();
-  if (buffer.defined()) buffer.impl()->bump_version();
 }
 
 // The scalars of one Adam step, computed in double as torch.optim does in Python.
@@ -254,8 +252,6 @@ void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_a
                    param.numel(), args);
     });
   });
-  for (const Tensor& t : {param, exp_avg, exp_avg_sq, max_sq})
-    if (t.defined()) t.impl()->bump_version();
 }
 
 void fused_sgd_meta(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
@@ -271,11 +267,10 @@ void fused_adam_meta(const Tensor& param, const Tensor& grad, const Tensor& exp_
              {step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay});
 }
 
-// Updates have no derivative: refuse leaves that require grad while recording (as every
-// in-place op does), then run the backend kernel. See Note [Fused optimizer steps].
+// Updates have no derivative: run the backend kernel (the dispatcher has refused leaves that
+// require grad, as for every in-place op). See Note [Fused optimizer steps].
 template <auto Op, class... Args>
-void below_autograd(const char* name, const Tensor& param, const Args&... args) {
-  autograd::detail::check_inplace(param, name);
+void below_autograd(const char*, const Tensor& param, const Args&... args) {
   ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
   Op(param, args...);
 }

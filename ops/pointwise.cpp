@@ -205,7 +205,6 @@ Tensor binary_in_place_cpu(const Tensor& self, const Tensor& other, const Scalar
     compute_binary(kind, name, result, self, other, alpha);
     detail::copy_kernel(self, result);
   }
-  self.impl()->bump_version();
   return self;
 }
 
@@ -213,7 +212,6 @@ template <Arith kind>
 Tensor binary_in_place_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   constexpr const char* name = arith_name(kind, true);
   check_in_place(name, self, binary_shape(kind, name, self, other, alpha));
-  self.impl()->bump_version();
   return self;
 }
 
@@ -229,7 +227,6 @@ Tensor scalar_in_place_cpu(const Tensor& self, const Scalar& other, const Scalar
     compute_scalar(kind, name, result, self, other, alpha);
     detail::copy_kernel(self, result);
   }
-  self.impl()->bump_version();
   return self;
 }
 
@@ -237,7 +234,6 @@ template <Arith kind>
 Tensor scalar_in_place_meta(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   constexpr const char* name = arith_name(kind, true);
   check_in_place(name, self, scalar_shape(kind, name, self, other, alpha));
-  self.impl()->bump_version();
   return self;
 }
 
@@ -399,7 +395,6 @@ template <bool Negate>
 struct AddInplaceTensorFunction : autograd::Function<AddInplaceTensorFunction<Negate>> {
   static constexpr std::string_view name() { return Negate ? "SubBackward" : "AddBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-    autograd::detail::check_inplace(self, Negate ? "sub_" : "add_");
     ctx->saved_data["alpha"] = alpha;
     Negate ? sub_(self, other, alpha) : add_(self, other, alpha);
     ctx->mark_dirty({self});
@@ -414,7 +409,6 @@ template <bool Negate>
 struct AddInplaceScalarFunction : autograd::Function<AddInplaceScalarFunction<Negate>> {
   static constexpr std::string_view name() { return Negate ? "SubBackward" : "AddBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-    autograd::detail::check_inplace(self, Negate ? "sub_" : "add_");
     Negate ? sub_(self, other, alpha) : add_(self, other, alpha);
     ctx->mark_dirty({self});
     return self;
@@ -426,7 +420,6 @@ template <bool Divide>
 struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Divide>> {
   static constexpr std::string_view name() { return Divide ? "DivBackward" : "MulBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
-    autograd::detail::check_inplace(self, Divide ? "div_" : "mul_");
     Tensor original;
     if (ctx->needs_input_grad(1)) {
       EnableGradGuard record;  // the copy stays on self's history, so double backward reaches it
@@ -451,7 +444,6 @@ template <bool Divide>
 struct MulInplaceScalarFunction : autograd::Function<MulInplaceScalarFunction<Divide>> {
   static constexpr std::string_view name() { return Divide ? "DivBackward" : "MulBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Scalar& other) {
-    autograd::detail::check_inplace(self, Divide ? "div_" : "mul_");
     ctx->saved_data["other"] = other;
     Divide ? div_(self, other) : mul_(self, other);
     ctx->mark_dirty({self});

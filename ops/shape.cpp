@@ -364,13 +364,11 @@ Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
                  ": meta tensors have no data");
     detail::copy_kernel(self, src);
   }
-  self.impl()->bump_version();
   return self;
 }
 Tensor copy_meta(const Tensor& self, const Tensor& src, bool non_blocking) {
   (void)non_blocking;
   check_copy_shapes(self, src);
-  self.impl()->bump_version();
   return self;
 }
 
@@ -503,7 +501,6 @@ struct CloneFunction : autograd::Function<CloneFunction> {
 struct CopyFunction : autograd::Function<CopyFunction> {
   static constexpr std::string_view name() { return "CopyBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& src, bool non_blocking) {
-    autograd::detail::check_inplace(self, "copy_");
     static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
     op.call(self, src, non_blocking);
     ctx->mark_dirty({self});

@@ -341,13 +341,11 @@ Tensor relu_in_place_cpu(const Tensor& self) {
   (void)unary_dtype("relu_", self.dtype(), DtypeRule::keep_no_bool);
   detail::check_no_internal_overlap("relu_", self);
   compute_unary(self, self, ReluOp{});
-  self.impl()->bump_version();
   return self;
 }
 
 Tensor relu_in_place_meta(const Tensor& self) {
   (void)unary_dtype("relu_", self.dtype(), DtypeRule::keep_no_bool);
-  self.impl()->bump_version();
   return self;
 }
 
@@ -456,13 +454,11 @@ void check_clamp_in_place(const Tensor& self, const std::optional<Scalar>& min, 
 Tensor clamp_in_place_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   check_clamp_in_place(self, min, max);
   compute_clamp("clamp_", self, self, min, max);
-  self.impl()->bump_version();
   return self;
 }
 
 Tensor clamp_in_place_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   check_clamp_in_place(self, min, max);
-  self.impl()->bump_version();
   return self;
 }
 
@@ -471,13 +467,11 @@ Tensor clamp_in_place_meta(const Tensor& self, const std::optional<Scalar>& min,
 
 Tensor fill_cpu(const Tensor& self, const Scalar& value) {
   detail::fill_kernel(self, value, "fill_");
-  self.impl()->bump_version();
   return self;
 }
 
 Tensor fill_meta(const Tensor& self, const Scalar& value) {
   visit_dtype(self.dtype(), [&]<class T>() { (void)detail::checked_scalar<T>(value, "fill_"); });
-  self.impl()->bump_version();
   return self;
 }
 
@@ -568,7 +562,6 @@ struct UnaryFunction : autograd::Function<UnaryFunction<Op>> {
 struct ReluInplaceFunction : autograd::Function<ReluInplaceFunction> {
   static constexpr std::string_view name() { return "ReluBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self) {
-    autograd::detail::check_inplace(self, "relu_");
     relu_(self);
     ctx->mark_dirty({self});
     ctx->save_for_backward({self});
@@ -641,7 +634,6 @@ struct ClampInplaceFunction : autograd::Function<ClampInplaceFunction> {
   static constexpr std::string_view name() { return "ClampBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const std::optional<Scalar>& min,
                         const std::optional<Scalar>& max) {
-    autograd::detail::check_inplace(self, "clamp_");
     Tensor original = ctx->needs_input_grad(0) ? self.clone() : Tensor();
     clamp_(self, min, max);
     ctx->mark_dirty({self});
@@ -659,7 +651,6 @@ struct ClampInplaceFunction : autograd::Function<ClampInplaceFunction> {
 struct FillFunction : autograd::Function<FillFunction> {
   static constexpr std::string_view name() { return "FillBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Scalar& value) {
-    autograd::detail::check_inplace(self, "fill_");
     fill_(self, value);
     ctx->mark_dirty({self});
     return self;
@@ -670,7 +661,6 @@ struct FillFunction : autograd::Function<FillFunction> {
 struct ZeroFunction : autograd::Function<ZeroFunction> {
   static constexpr std::string_view name() { return "ZeroBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self) {
-    autograd::detail::check_inplace(self, "zero_");
     zero_(self);
     ctx->mark_dirty({self});
     return self;
