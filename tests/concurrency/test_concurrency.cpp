@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -310,4 +311,33 @@ TEST_CASE("concurrency: lookups and first calls racing a pending static block wa
   INFO("first failure: " << failures.first());
   CHECK(failures.count() == 0);
   CHECK_FALSE(has_op("conc_pending_def::answer"));
+}
+
+TEST_CASE("concurrency: a kernel still running keeps its state alive after its Library is destroyed") {
+  Library def("conc_reclaim", Library::DEF);
+  def.def("wait(Tensor x) -> Tensor");
+  std::atomic<int> phase{0};
+  std::atomic<int> seen{0};
+  auto token = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = token;
+  auto library = std::make_unique<Library>("conc_reclaim", Library::IMPL, DispatchKey::CPU);
+  library->impl("wait", [token, &phase, &seen](const Tensor& x) {
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    seen.store(*token);  // the state must still be there
+    return x;
+  });
+  token.reset();
+  std::thread caller([&] { call("conc_reclaim::wait", constant(1)); });
+  while (phase.load() != 1) std::this_thread::yield();
+  library.reset();  // retired, not freed: the caller is inside the kernel
+  CHECK_FALSE(watch.expired());
+  phase.store(2);
+  caller.join();
+  CHECK(seen.load() == 7);
+  {  // the next reclamation frees it
+    Library other("conc_reclaim", Library::IMPL, DispatchKey::CPU);
+    other.impl("wait", [](const Tensor& x) { return x; });
+  }
+  CHECK(watch.expired());
 }

@@ -67,10 +67,10 @@ TEST_CASE("reclaim: Library create/destroy cycles keep memory flat") {
   };
   for (int i = 0; i < 2000; ++i) cycle(i);  // warm up caches and pools
   const int64_t before = resident_bytes();
-  constexpr int kCycles = 30000;  // about 32 MiB of growth when nothing was reclaimed
+  constexpr int kCycles = 100000;  // about 105 MiB of growth when nothing was reclaimed
   for (int i = 0; i < kCycles; ++i) cycle(i);
   const int64_t growth = resident_bytes() - before;
-  INFO("RSS growth over " << kCycles << " cycles: " << growth << " bytes");
+  MESSAGE("RSS growth over " << kCycles << " cycles: " << growth << " bytes");
   CHECK(growth < 8 * 1024 * 1024);
   CHECK(detail::retired_count() < 1000);
 }
