@@ -165,6 +165,8 @@ const std::string& OperatorHandle::name() const {
   return entry_->name;
 }
 bool OperatorHandle::has_schema() const { return entry_ && entry_->schema.load() != nullptr; }
+// The reference stays valid while the operator's definition lives; a schema that is undone is
+// freed once no dispatcher call can be reading it (Note [Reclaiming kernels] in reclaim.cpp).
 const FunctionSchema& OperatorHandle::schema() const {
   const detail::SchemaRegistration* registered = entry_ ? entry_->schema.load() : nullptr;
   STRATA_CHECK_NOT_IMPLEMENTED(registered != nullptr, "[", name(), "] operator has no schema (its definition was removed)");

@@ -86,10 +86,13 @@ void heavy_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+thread_local bool thread_exiting = false;  // trivially destructible: readable during thread exit
+
 // Returns the thread's record to the pool when the thread exits.
 struct RecordReleaser {
   LocalDispatchState* local = nullptr;
   ~RecordReleaser() {
+    thread_exiting = true;
     if (!local || !local->epoch_record) return;
     auto& pool = reclaimer();
     std::lock_guard lock(pool.mutex);
@@ -118,8 +121,9 @@ void register_dispatch_thread(LocalDispatchState& local) {
     record->in_use = true;
     local.epoch_record = record;
   }
-  // A call made by a thread_local destructor after this one ran re-registers and keeps its
+  // A call made by a thread_local destructor after the releaser ran re-registers and keeps its
   // record: idle records cost a scan step, nothing more.
+  if (thread_exiting) return;
   thread_local RecordReleaser releaser;
   releaser.local = &local;
 }
