@@ -233,3 +233,39 @@ TEST_CASE("engine: reentrant backward 10,000 levels deep does not overflow the s
   CHECK(Reentrant::deepest == 10000);
   CHECK(x.grad().item<double>() == 1.0);
 }
+
+namespace {
+
+// Doubles x through data_ptr (no op bumps the version) and marks it dirty.
+struct DoubleThroughPointer : autograd::Function<DoubleThroughPointer> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    double* data = x.data_ptr<double>();
+    for (int64_t i = 0; i < x.numel(); ++i) data[i * x.stride(0)] *= 2;
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0] * 2}; }
+};
+
+}  // namespace
+
+TEST_CASE("function: mark_dirty bumps a version forward did not, and only once") {
+  Tensor leaf = f64({1.0, 2.0}).requires_grad_();
+  Tensor x = leaf * 1;
+  const uint32_t before = x.version();
+  DoubleThroughPointer::apply(x);
+  CHECK(x.version() == before + 1);  // written through data_ptr: still a mutation
+  Tensor y = leaf * 1;
+  const uint32_t y_before = y.version();
+  y.add_(1.0);
+  CHECK(y.version() == y_before + 1);  // the built-in op bumped; mark_dirty adds nothing
+}
+
+TEST_CASE("function: a dirty output that is a view rewrites its base's history") {
+  Tensor leaf = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor base = leaf * 1;
+  DoubleThroughPointer::apply(base.slice(0, 1, 3));
+  CHECK(allclose(base.detach(), f64({1.0, 4.0, 6.0})));
+  base.sum().backward();
+  CHECK(allclose(leaf.grad(), f64({1.0, 2.0, 2.0})));
+}
