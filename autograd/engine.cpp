@@ -1,7 +1,10 @@
 #include <strata/autograd/engine.h>
 
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <queue>
+#include <thread>
 
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
@@ -83,6 +86,7 @@ struct GraphTask {
   bool keep_graph = false;
   bool create_graph = false;
   bool capture_mode = false;  // grad(): capture, do not accumulate
+  bool accumulate_captured_leaves = false;  // backward(inputs): the captured leaves accumulate
   NodeTasks tasks;
   std::vector<std::pair<EdgeKey, size_t>> captures;  // edge -> index in captured
   tensor_list captured;
@@ -182,16 +186,34 @@ void check_anomaly(const Node& node, const tensor_list& outputs) {
                  " (shape ", outputs[i].sizes(), ")");
 }
 
+thread_local GraphTask* current_task = nullptr;
+
+bool any_defined(const tensor_list& grads) {
+  return std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
+}
+
+// Note [Undefined gradients]
+// A backward may return an undefined gradient ("none"). A Node that receives nothing but
+// undefined gradients is not run: its inputs receive undefined gradients in turn (instead of
+// zeros a materializing Function would make), so a leaf reached only that way keeps an
+// undefined .grad, as in PyTorch.
 void run_node(GraphTask& task, Node* node, tensor_list grads,
               std::priority_queue<std::pair<uint64_t, Node*>>& ready) {
-  node->run_gradient_hooks(grads);
-  for (const auto& [key, index] : task.captures)
-    if (key.node == node && key.input_nr < grads.size()) task.captured[index] = grads[key.input_nr];
-  if (task.capture_mode && node->is_accumulator()) return;
   tensor_list outputs;
-  {
+  if (any_defined(grads)) {
+    node->run_gradient_hooks(grads);
+    for (const auto& [key, index] : task.captures)
+      if (key.node == node && key.input_nr < grads.size()) task.captured[index] = grads[key.input_nr];
+    if (task.capture_mode && node->is_accumulator() && !task.accumulate_captured_leaves) return;
     GradModeGuard mode(task.create_graph);
-    outputs = node->apply(std::move(grads));
+    GraphTask* outer = std::exchange(current_task, &task);
+    try {
+      outputs = node->apply(std::move(grads));
+    } catch (...) {
+      current_task = outer;
+      throw;
+    }
+    current_task = outer;
   }
   if (DetectAnomalyGuard::is_enabled()) check_anomaly(*node, outputs);
   if (!task.keep_graph && !node->is_accumulator()) {
@@ -208,7 +230,7 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
   }
 }
 
-void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
+void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
   plan(task, roots);
   std::priority_queue<std::pair<uint64_t, Node*>> ready;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -231,6 +253,40 @@ void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_gr
     if (grads.size() < node->num_outputs()) grads.resize(node->num_outputs());
     run_node(task, node, std::move(grads), ready);
   }
+}
+
+// Note [Reentrant backward]
+// A Function's backward may itself call backward() or grad() on another graph; each nested
+// pass runs on the calling thread and so deepens its stack. Past kMaxReentrantDepth nested
+// passes the next one runs on a fresh thread (with a fresh stack and depth) while this one
+// waits, so even 10,000 nested levels never overflow a stack.
+constexpr int kMaxReentrantDepth = 64;
+thread_local int reentrant_depth = 0;
+
+void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
+  if (reentrant_depth < kMaxReentrantDepth) {
+    ++reentrant_depth;
+    try {
+      execute_here(task, roots, root_grads);
+    } catch (...) {
+      --reentrant_depth;
+      throw;
+    }
+    --reentrant_depth;
+    return;
+  }
+  std::exception_ptr error;
+  const bool grad_mode = is_grad_enabled();
+  std::thread worker([&] {
+    try {
+      GradModeGuard mode(grad_mode);
+      execute(task, roots, root_grads);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  worker.join();
+  if (error) std::rethrow_exception(error);
 }
 
 tensor_list root_gradients(const tensor_list& outputs, const tensor_list& grad_outputs, const char* op) {
@@ -266,12 +322,37 @@ edge_list root_edges(const tensor_list& outputs, const char* op) {
 
 }  // namespace
 
-void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph) {
+// backward(inputs): plans like grad(), lets the listed leaves accumulate, and adds the
+// gradients of listed non-leaves to their .grad as retain_grad() would.
+void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& roots, const tensor_list& grads) {
+  task.capture_mode = true;
+  task.accumulate_captured_leaves = true;
+  task.captured.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    STRATA_CHECK(inputs[i].defined() && inputs[i].requires_grad(), "[backward] input ", i,
+                 " does not require grad (only tensors that require grad can be differentiated against)");
+    Edge edge = detail::gradient_edge(inputs[i]);
+    task.captures.push_back({{edge.function.get(), edge.input_nr}, i});
+  }
+  execute(task, roots, grads);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& captured = task.captured[i];
+    if (inputs[i].is_leaf() || !captured.defined()) continue;
+    AutogradMeta& meta = detail::materialize_meta(inputs[i]);
+    Tensor& slot = meta.retained_grad_ ? *meta.retained_grad_ : meta.grad_;
+    Tensor value = task.create_graph ? captured : captured.detach();
+    slot = slot.defined() ? slot + value : value.clone();
+  }
+}
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
+              const tensor_list& inputs) {
   edge_list roots = root_edges(tensors, "backward");
   tensor_list grads = root_gradients(tensors, grad_tensors, "backward");
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.create_graph = create_graph;
+  if (!inputs.empty()) return backward_into(inputs, task, roots, grads);
   execute(task, roots, grads);
 }
 
@@ -301,6 +382,17 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   }
   return results;
 }
+
+namespace detail {
+bool edge_needed(const Edge& edge) {
+  if (!edge.function) return false;
+  if (!current_task) return true;
+  const NodeTask* entry = current_task->tasks.find(edge.function.get());
+  return entry && entry->needed;
+}
+AllEdgesNeededGuard::AllEdgesNeededGuard() : saved_(std::exchange(current_task, nullptr)) {}
+AllEdgesNeededGuard::~AllEdgesNeededGuard() { current_task = static_cast<GraphTask*>(saved_); }
+}  // namespace detail
 
 DetectAnomalyGuard::DetectAnomalyGuard() { anomaly_guards.fetch_add(1); }
 DetectAnomalyGuard::~DetectAnomalyGuard() { anomaly_guards.fetch_sub(1); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <strata/autograd/engine.h>
 #include <strata/ops/ops.h>
 
 namespace strata::autograd {
@@ -83,7 +84,9 @@ void AutogradContext::mark_non_differentiable(const tensor_list& tensors) {
   for (const Tensor& t : tensors) non_differentiable_.insert(t.impl());
 }
 bool AutogradContext::needs_input_grad(size_t index) const {
-  return inputs_ && index < inputs_->size() && (*inputs_)[index].needs_grad;
+  if (!inputs_ || index >= inputs_->size() || !(*inputs_)[index].needs_grad) return false;
+  // In backward: only the edges this pass delivers along (See Note [Function inputs]).
+  return !edges_ || index >= edges_->size() || detail::edge_needed((*edges_)[index]);
 }
 
 void AutogradContext::save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node) {
@@ -105,6 +108,11 @@ void AutogradContext::release() {
 
 namespace detail {
 
+// Note [Mark dirty]
+// A tensor marked dirty is an input the forward changed in place: its history is rebased onto
+// this node (through CopySlices when it is a view), and its version is bumped unless forward
+// already did (a Function writing through data_ptr is still seen as a mutation; a built-in
+// in-place op bumped once already and is not bumped twice).
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
                   const ForwardInputs& inputs) {
   ctx.node_name_ = node->name();
@@ -112,24 +120,23 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     Tensor& output = outputs[i];
     node->add_output_metadata(output);
     if (!output.defined()) continue;
-    bool is_input = false, shares_storage = false;  // an input itself, or a view of one
-    for (const ForwardInput& input : inputs) {
-      if (!input.impl) continue;
-      is_input |= input.impl == output.impl();
-      shares_storage |= input.impl->storage() == output.impl()->storage();
-    }
+    size_t self_slot = inputs.size();  // the input this output is, if any
+    for (size_t j = 0; j < inputs.size() && self_slot == inputs.size(); ++j)
+      if (inputs[j].impl == output.impl()) self_slot = j;
+    const bool is_input = self_slot < inputs.size();
     if (ctx.non_differentiable_.count(output.impl())) continue;
     const bool dirty = is_input && ctx.dirty_.count(output.impl());
     if (dirty) {
       check_inplace(output, node->name().c_str());
+      if (output.version() == inputs[self_slot].version) output.impl()->bump_version();
     } else if (is_input) {
-      // An input returned as it is: give the output its own identity (an alias) to record on.
+      // An input returned as it is: give the output its own identity (a view) to record on.
       output = strata::detail::make_view(output, output.sizes(), output.strides(), output.storage_offset());
     }
     STRATA_CHECK_TYPE(output.is_floating_point(), "[", node->name(), "] output ", i, " is ", output.dtype(),
                       ": only floating-point outputs can require grad; mark it non-differentiable");
-    set_history(output, node, static_cast<uint32_t>(i));
-    if (shares_storage && !dirty) materialize_meta(output).is_view_ = true;  // Note [In-place on views]
+    if (dirty) rebase_history(output, node, static_cast<uint32_t>(i), self_slot);
+    else set_history(output, node, static_cast<uint32_t>(i));
   }
   ctx.save_variables(outputs, node);
 }
@@ -151,8 +158,8 @@ Tensor fit_gradient(std::string_view name, size_t index, Tensor grad, const Tens
 tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
                                const edge_list& edges) {
   STRATA_CHECK_VALUE(grads.size() == inputs.size(), "[", name, "] backward returned ", grads.size(),
-                     " gradients but forward took ", inputs.size(), " arguments (return one per argument; an "
-                     "undefined Tensor means no gradient)");
+                     " gradients but forward took ", inputs.size(), " arguments (return one per argument, and one "
+                     "per tensor of a tensor_list argument; an undefined Tensor means no gradient)");
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     const TensorMetadata& input = inputs[i].metadata;

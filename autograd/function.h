@@ -1,6 +1,7 @@
 #pragma once
 // Custom autograd Functions (CRTP, as in LibTorch) and autograd::kernel<F>(), which makes a
 // Function the Autograd kernel of an operator. Built-in derivatives use the same path.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -62,7 +63,9 @@ class AutogradContext {
   tensor_list get_saved_variables() const;
   void mark_dirty(const tensor_list& tensors);
   void mark_non_differentiable(const tensor_list& tensors);
-  // Whether forward argument i needs a gradient (false for non-tensor arguments).
+  // Whether gradient slot i (Note [Function inputs]) needs a gradient in the backward call
+  // running now: false for non-tensor arguments, for tensors that do not require grad, and for
+  // inputs this call does not reach (autograd::grad for other inputs).
   bool needs_input_grad(size_t index) const;
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
 
@@ -84,6 +87,7 @@ class AutogradContext {
   std::unordered_set<const TensorImpl*> dirty_;
   std::unordered_set<const TensorImpl*> non_differentiable_;
   const std::vector<detail::ForwardInput>* inputs_ = nullptr;  // the owning node's
+  const edge_list* edges_ = nullptr;                            // the owning node's
   std::weak_ptr<Node> node_;
   std::string node_name_;
   bool materialize_grads_ = true;
@@ -92,23 +96,39 @@ class AutogradContext {
 
 namespace detail {
 
-// One forward argument, as backward needs to know it. Non-tensor arguments have an undefined
-// metadata and no impl.
+// One gradient slot of a Function (Note [Function inputs]), as backward needs to know it.
+// Non-tensor arguments have an undefined metadata and no impl.
 struct ForwardInput {
   TensorMetadata metadata;
   const TensorImpl* impl = nullptr;
   bool needs_grad = false;
+  uint32_t version = 0;  // before forward ran (See Note [Mark dirty])
 };
 using ForwardInputs = std::vector<ForwardInput>;
 
-// Records one forward argument; its gradient edge goes to `edges` (invalid for non-tensors).
+inline bool collect_tensor(ForwardInputs& inputs, edge_list& edges, const Tensor& t) {
+  const bool needs = requires_grad(t);
+  edges.push_back(needs ? gradient_edge(t) : Edge{});
+  inputs.push_back({TensorMetadata::of(t), t.impl(), needs, t.defined() ? t.version() : 0});
+  return needs;
+}
+
+// Note [Function inputs]
+// As in LibTorch, a Function's gradient slots are its forward arguments with tensor lists
+// flattened: a Tensor or a std::optional<Tensor> (None or undefined: no edge) takes one slot, a
+// tensor_list of n tensors takes n slots, any other argument one slot. backward returns one
+// gradient per slot and needs_input_grad(i) indexes them.
 template <class A>
 bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
-  if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) {
-    const bool needs = requires_grad(argument);
-    edges.push_back(needs ? gradient_edge(argument) : Edge{});
-    inputs.push_back({TensorMetadata::of(argument), argument.impl(), needs});
-    return needs;
+  using Plain = std::remove_cvref_t<A>;
+  if constexpr (std::is_same_v<Plain, Tensor>) {
+    return collect_tensor(inputs, edges, argument);
+  } else if constexpr (std::is_same_v<Plain, std::optional<Tensor>>) {
+    return collect_tensor(inputs, edges, argument ? *argument : Tensor());
+  } else if constexpr (std::is_same_v<Plain, tensor_list>) {
+    bool any = false;
+    for (const Tensor& t : argument) any |= collect_tensor(inputs, edges, t);
+    return any;
   } else {
     edges.emplace_back();
     inputs.emplace_back();
@@ -141,6 +161,7 @@ class CppNode final : public Node {
   tensor_list apply(tensor_list&& grads) override {
     check_not_released();
     if (ctx_.materialize_grads_) detail::materialize(grads, *this);
+    ctx_.edges_ = &next_edges_;
     tensor_list results = T::backward(&ctx_, std::move(grads));
     return detail::validate_gradients(name(), std::move(results), inputs_, next_edges_);
   }
@@ -161,6 +182,7 @@ struct Function {
     edge_list& edges = node->mutable_next_edges();
     inputs.reserve(sizeof...(Args));
     edges.reserve(sizeof...(Args));
+    // See Note [Function inputs]
     const bool any_requires_grad = (false | ... | detail::collect_input(inputs, edges, args));
     const bool record = any_requires_grad && is_grad_enabled();
     node->ctx_.inputs_ = &inputs;
@@ -186,20 +208,41 @@ struct Function {
 };
 
 namespace detail {
+template <class T>
+struct IsTensorTuple : std::false_type {};
+template <class... Ts>
+struct IsTensorTuple<std::tuple<Ts...>> : std::bool_constant<(std::is_same_v<Ts, Tensor> && ...)> {};
+
+template <class Tuple, size_t... I>
+Tuple list_to_tuple(tensor_list&& list, std::index_sequence<I...>) {
+  STRATA_CHECK(list.size() == sizeof...(I), "[autograd::kernel] forward returned ", list.size(),
+               " tensors for an op with ", sizeof...(I), " returns");
+  return Tuple(std::move(list[I])...);
+}
+
+// R is the op's C++ return: F::forward's own, or a tuple of Tensors filled from its tensor_list.
 template <class F, class R, class... Args>
 struct FunctionKernel {
-  R operator()(Args... args) const { return F::apply(args...); }
+  R operator()(Args... args) const {
+    if constexpr (IsTensorTuple<R>::value)
+      return list_to_tuple<R>(F::apply(args...), std::make_index_sequence<std::tuple_size_v<R>>{});
+    else
+      return F::apply(args...);
+  }
 };
-template <class F, class R, class... Args>
+template <class F, class Return, class R, class... Args>
 strata::detail::KernelBundle make_function_kernel(R (*)(AutogradContext*, Args...)) {
-  return strata::detail::make_kernel(FunctionKernel<F, R, Args...>{});
+  using Result = std::conditional_t<std::is_void_v<Return>, R, Return>;
+  return strata::detail::make_kernel(FunctionKernel<F, Result, Args...>{});
 }
 }  // namespace detail
 
 // The Autograd kernel of an operator whose schema matches F::forward's arguments after ctx.
-template <class F>
+// For an op with several returns (`-> (Tensor, Tensor)`), name the tuple as Return:
+// kernel<F, std::tuple<Tensor, Tensor>>() converts forward's tensor_list.
+template <class F, class Return = void>
 strata::detail::KernelBundle kernel() {
-  return detail::make_function_kernel<F>(&F::forward);
+  return detail::make_function_kernel<F, Return>(&F::forward);
 }
 
 }  // namespace strata::autograd

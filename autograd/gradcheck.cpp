@@ -117,7 +117,7 @@ GradcheckResult gradcheck(std::function<tensor_list(const tensor_list&)> fn, ten
     }
   }
   if (worst.excess > 0) return GradcheckResult(false, "Jacobian mismatch at " + worst.text);
-  return GradcheckResult(true, detail::str_cat(checked, " Jacobian entries within atol ", atol, " + rtol ", rtol));
+  return GradcheckResult(true, strata::detail::str_cat(checked, " Jacobian entries within atol ", atol, " + rtol ", rtol));
 }
 
 }  // namespace strata::autograd

@@ -69,8 +69,13 @@ bool Node::remove_gradient_hook(unsigned handle) {
   return true;
 }
 
+// Note [Hooks changing hooks]
+// A hook may register another hook or remove itself (or others) while hooks run. The hooks run
+// from a snapshot taken before the first one, so the list can change under them: a hook added
+// now runs from the next backward on, and a removed one still finishes this run (as PyTorch).
 void Node::run_gradient_hooks(tensor_list& grads) const {
-  for (const Hook& hook : hooks_) {
+  const std::vector<Hook> snapshot = hooks_;
+  for (const Hook& hook : snapshot) {
     if (hook.output_nr >= grads.size() || !grads[hook.output_nr].defined()) continue;
     Tensor replaced = hook.fn(grads[hook.output_nr]);
     if (!replaced.defined()) continue;

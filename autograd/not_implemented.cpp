@@ -55,11 +55,13 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, Stack& stack) {
   }
   if (!any_requires_grad) return;
   const size_t results = op.schema().returns.size();
+  auto record = [&](const Tensor& out) {
+    if (out.defined() && out.is_floating_point()) detail::set_history(out, node, node->add_output_metadata(out));
+  };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor()) continue;
-    const Tensor& out = stack[i].to_tensor();
-    if (!out.defined() || !out.is_floating_point()) continue;
-    detail::set_history(out, node, node->add_output_metadata(out));
+    if (stack[i].is_tensor()) record(stack[i].to_tensor());
+    else if (stack[i].is_tensor_list())  // every tensor of a Tensor[] return
+      for (const Tensor& out : stack[i].to_tensor_list()) record(out);
   }
 }
 

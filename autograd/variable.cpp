@@ -21,18 +21,43 @@ AutogradMeta& materialize_meta(const Tensor& t) {
   return *meta;
 }
 
-void set_history(const Tensor& output, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
-  AutogradMeta& meta = materialize_meta(output);
-  meta.grad_fn_ = fn;
-  meta.output_nr_ = output_nr;
-  output.impl()->set_autograd_key(true);
+namespace {
+
+// The retain_grad() hook on meta's current grad_fn, writing into meta's shared slot.
+void install_retain_hook(AutogradMeta& meta) {
+  std::shared_ptr<Tensor> slot = meta.retained_grad_;
+  meta.retain_grad_hook_ = meta.grad_fn_->add_gradient_hook(meta.output_nr_, [slot](const Tensor& grad) {
+    *slot = slot->defined() ? *slot + grad.detach() : grad.detach().clone();
+    return Tensor();
+  });
 }
 
+}  // namespace
+
+void set_history(const Tensor& output, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
+  AutogradMeta& meta = materialize_meta(output);
+  const bool move_retain_hook = meta.retain_grad_hook_ != 0 && meta.grad_fn_ &&
+                                (meta.grad_fn_ != fn || meta.output_nr_ != output_nr);
+  if (move_retain_hook) meta.grad_fn_->remove_gradient_hook(meta.retain_grad_hook_);
+  meta.grad_fn_ = fn;
+  meta.output_nr_ = output_nr;
+  if (move_retain_hook) install_retain_hook(meta);  // the new value's gradient is retained
+  TensorImpl* impl = output.impl();
+  impl->set_autograd_key(true);
+  if (impl->view_base()) impl->set_view_version(impl->version());  // See Note [Stale views]
+}
+
+// Note [Threads sharing a leaf]
+// Threads running forward on shared parameters all ask for the same leaf's accumulator, and
+// threads running backward accumulate into the same .grad; both happen under the leaf's
+// AutogradMeta mutex (uncontended in one thread: one atomic pair per leaf per pass).
 Edge gradient_edge(const Tensor& t) {
+  refresh_view_history(t);
   AutogradMeta* meta = meta_of(t);
   if (!meta) return {};
   if (meta->grad_fn_) return {meta->grad_fn_, meta->output_nr_};
   if (!meta->requires_grad_) return {};
+  std::lock_guard<std::mutex> lock(meta->mutex_);
   std::shared_ptr<Node> accumulator = meta->grad_accumulator_.lock();
   if (!accumulator) {
     // The accumulator holds the leaf; the leaf holds it weakly (no cycle).
@@ -42,24 +67,19 @@ Edge gradient_edge(const Tensor& t) {
   return {accumulator, 0};
 }
 
-// Note [In-place on views]
-// A view shares storage with its base, but the tape does not yet know a view's base: an in-place
-// op on a view would record the change on the view's history only, and the base (a leaf's
-// data, or an intermediate that later ops read) would change with no record of it, so its
-// gradient would be silently wrong. PyTorch rebases the base's history (CopySlices); until
-// strata does, such an op is refused. Views are marked when a Function's output shares storage
-// with one of its inputs (wire_outputs); views made while no input required grad are not
-// marked, and in-place ops on them are recorded normally.
+// The rules for in-place ops under autograd, as PyTorch's: a leaf that requires grad, or a
+// view of one, cannot change (the change would not be on any tape). Other views are fine:
+// See Note [In-place on views] in autograd/view.h.
 void check_inplace(const Tensor& self, const char* op) {
   const AutogradMeta* meta = meta_of(self);
   STRATA_CHECK(!(meta && meta->requires_grad_ && !meta->grad_fn_), "[", op,
                "] a leaf tensor that requires grad is being used in an in-place operation (shape ", self.sizes(),
                "); do it under NoGradGuard or on a clone");
-  STRATA_CHECK_NOT_IMPLEMENTED(!(meta && meta->is_view_ && meta->requires_grad()), "[", op,
-                               "] in-place operation on a view (made by ",
-                               meta && meta->grad_fn_ ? meta->grad_fn_->name() : std::string("a view op"),
-                               ") of a tensor that requires grad is not supported: the base's gradient would "
-                               "miss the change; apply it to the view's clone(), or to the base");
+  TensorImpl* base = self.defined() ? self.impl()->view_base() : nullptr;
+  const auto* base_meta = base ? static_cast<const AutogradMeta*>(base->autograd_meta()) : nullptr;
+  STRATA_CHECK(!(base_meta && base_meta->requires_grad_ && !base_meta->grad_fn_), "[", op,
+               "] a view (shape ", self.sizes(), ") of a leaf tensor that requires grad (shape ", base->sizes(),
+               ") is being used in an in-place operation; do it under NoGradGuard or on a clone");
 }
 
 }  // namespace detail
@@ -69,19 +89,39 @@ AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable))
   output_metadata_.push_back(TensorMetadata::of(variable_));
 }
 
+// A leaf hook must keep the gradient's shape and dtype, as a non-leaf hook must.
+Tensor run_leaf_hooks(const Tensor& variable, std::vector<AutogradMeta::LeafHook> hooks, Tensor grad) {
+  for (const auto& hook : hooks) {  // a snapshot: hooks may add or remove hooks (Note [Hooks changing hooks])
+    Tensor replaced = hook.fn(grad);
+    if (!replaced.defined()) continue;
+    STRATA_CHECK_VALUE(replaced.sizes() == grad.sizes() && replaced.dtype() == grad.dtype(),
+                       "[AccumulateGrad] a hook on a leaf of shape ", variable.sizes(), " changed its gradient from ",
+                       grad.dtype(), " ", grad.sizes(), " to ", replaced.dtype(), " ", replaced.sizes(),
+                       "; a hook must keep both");
+    grad = std::move(replaced);
+  }
+  return grad;
+}
+
+// Note [Dense leaf gradients]
+// .grad is always a dense tensor of its own: a gradient that arrives expanded (sum's backward
+// gives stride 0), strided, or shared with someone else (another leaf's .grad, the caller's
+// gradient) is copied. Under create_graph the copy is a differentiable clone().
 tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor grad = std::move(grads.at(0));
   if (!grad.defined()) return {};
   AutogradMeta& meta = detail::materialize_meta(variable_);
-  for (const auto& hook : meta.leaf_hooks_) {
-    Tensor replaced = hook.fn(grad);
-    if (replaced.defined()) grad = std::move(replaced);
+  std::unique_lock<std::mutex> lock(meta.mutex_);
+  if (!meta.leaf_hooks_.empty()) {
+    std::vector<AutogradMeta::LeafHook> hooks = meta.leaf_hooks_;
+    lock.unlock();
+    grad = run_leaf_hooks(variable_, std::move(hooks), std::move(grad));
+    lock.lock();
   }
   if (!meta.grad_.defined()) {
-    // Keep the incoming buffer when nobody else can see it; otherwise copy, so a later
-    // in-place accumulation never writes into a tensor the user holds.
-    bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1;
-    meta.grad_ = is_grad_enabled() ? grad : (exclusive ? grad.detach() : grad.detach().clone());
+    const bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1;
+    if (is_grad_enabled()) meta.grad_ = grad.clone();
+    else meta.grad_ = exclusive && grad.is_contiguous() ? grad.detach() : grad.detach().clone();
   } else if (is_grad_enabled()) {
     meta.grad_ = meta.grad_ + grad;  // create_graph: keep the sum differentiable
   } else {
@@ -108,6 +148,8 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
   }
   if (!meta && !requires_grad) return *this;
   autograd::detail::materialize_meta(*this).requires_grad_ = requires_grad;
+  // A leaf that requires grad is the root of its own views (check_inplace finds it as their base).
+  if (requires_grad) impl()->set_view_base({});
   impl()->set_autograd_key(requires_grad);
   return *this;
 }
@@ -128,11 +170,13 @@ void Tensor::set_grad(const Tensor& grad) const {
 }
 
 bool Tensor::is_leaf() const {
+  autograd::detail::refresh_view_history(*this);
   const AutogradMeta* meta = meta_of(*this);
   return !meta || !meta->grad_fn_;
 }
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  autograd::detail::refresh_view_history(*this);
   const AutogradMeta* meta = meta_of(*this);
   return meta ? meta->grad_fn_ : nullptr;
 }
@@ -144,15 +188,12 @@ uint32_t Tensor::output_nr() const {
 
 void Tensor::retain_grad() const {
   STRATA_CHECK(requires_grad(), "[retain_grad] can't retain_grad on a tensor that does not require grad");
+  autograd::detail::refresh_view_history(*this);
   AutogradMeta& meta = autograd::detail::materialize_meta(*this);
   if (!meta.grad_fn_ || meta.retain_grad_hook_ != 0) return;  // leaves keep .grad anyway
   // The hook shares a slot with the tensor's meta, so it stays valid whichever dies first.
-  auto slot = std::make_shared<Tensor>();
-  meta.retained_grad_ = slot;
-  meta.retain_grad_hook_ = meta.grad_fn_->add_gradient_hook(meta.output_nr_, [slot](const Tensor& grad) {
-    *slot = slot->defined() ? *slot + grad.detach() : grad.detach().clone();
-    return Tensor();
-  });
+  meta.retained_grad_ = std::make_shared<Tensor>();
+  autograd::detail::install_retain_hook(meta);
 }
 
 bool Tensor::retains_grad() const {
@@ -160,17 +201,19 @@ bool Tensor::retains_grad() const {
   return meta && meta->retain_grad_hook_ != 0;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, const tensor_list& inputs) const {
   tensor_list grads;
   if (gradient.defined()) grads.push_back(gradient);
-  autograd::backward({*this}, grads, retain_graph, create_graph);
+  autograd::backward({*this}, grads, retain_graph, create_graph, inputs);
 }
 
 unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   STRATA_CHECK(requires_grad(), "[register_hook] cannot register a hook on a tensor that does not require grad");
+  autograd::detail::refresh_view_history(*this);
   AutogradMeta& meta = autograd::detail::materialize_meta(*this);
   if (meta.grad_fn_) return meta.grad_fn_->add_gradient_hook(meta.output_nr_, std::move(hook));
   unsigned handle = autograd::next_hook_handle();
+  std::lock_guard<std::mutex> lock(meta.mutex_);
   meta.leaf_hooks_.push_back({handle, std::move(hook)});
   return handle;
 }
@@ -180,6 +223,7 @@ void Tensor::remove_hook(unsigned handle) const {
   bool removed = false;
   if (meta && meta->grad_fn_) removed = meta->grad_fn_->remove_gradient_hook(handle);
   if (meta && !removed) {
+    std::lock_guard<std::mutex> lock(meta->mutex_);
     auto& hooks = meta->leaf_hooks_;
     auto it = std::find_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.handle == handle; });
     if (it != hooks.end()) {
@@ -197,6 +241,7 @@ const Tensor& Tensor::detach_() const {
     meta->requires_grad_ = false;
     meta->output_nr_ = 0;
   }
+  impl()->set_view_base({});  // no longer a view of anything that autograd follows
   impl()->set_autograd_key(false);
   return *this;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Per-tensor autograd state and the helpers Autograd kernels use to wire outputs into the tape.
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <strata/autograd/node.h>
@@ -23,8 +24,8 @@ class AutogradMeta final : public AutogradMetaInterface {
     GradientHook fn;
   };
   std::vector<LeafHook> leaf_hooks_;  // a leaf's hooks, run by its AccumulateGrad
-  // Shares storage with an input of the node that made it (see Note [In-place on views]).
-  bool is_view_ = false;
+  // Guards grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
+  std::mutex mutex_;
 };
 
 namespace detail {
@@ -34,17 +35,27 @@ inline AutogradMeta* meta_of(const Tensor& t) {
   return t.defined() ? static_cast<AutogradMeta*>(t.impl()->autograd_meta()) : nullptr;
 }
 AutogradMeta& materialize_meta(const Tensor& t);
-// Makes `output` the output_nr-th output of `fn`: sets grad_fn and the Autograd key.
+// Makes `output` the output_nr-th output of `fn`: sets grad_fn and the Autograd key; a
+// retain_grad() hook moves to the new grad_fn.
 void set_history(const Tensor& output, const std::shared_ptr<Node>& fn, uint32_t output_nr);
+// An in-place change recorded by `fn` on `self`: a view rewrites its base's history
+// (CopySlices, autograd/view.cpp), anything else takes `fn` as its new grad_fn.
+// self_edge is fn's edge for self (its old history, which CopySlices replaces by the base's).
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn, uint32_t output_nr, size_t self_edge);
+// Regenerates a view's grad_fn from its base when the base changed in place since the view's
+// history was set (Note [Views and their base]). Cheap when nothing moved.
+void refresh_view_history(const Tensor& t);
 // The edge a gradient of `t` flows along: its grad_fn, or its leaf accumulator (made on demand).
 // Invalid for tensors that do not require grad.
 Edge gradient_edge(const Tensor& t);
+bool view_requires_grad(const Tensor& t);  // a view whose base gained a history since
 inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);
-  return meta && meta->requires_grad();
+  if (meta && meta->requires_grad()) return true;
+  return t.defined() && t.impl()->view_base() && view_requires_grad(t);
 }
-// In-place ops under autograd: throws when `self` is a leaf that requires grad, or a view of a
-// tensor that requires grad (Note [In-place on views]).
+// In-place ops under autograd: throws when `self` is a leaf that requires grad, or a view of
+// one (Note [In-place on views]).
 void check_inplace(const Tensor& self, const char* op);
 
 }  // namespace detail

@@ -118,6 +118,33 @@ void check_no_internal_overlap(const char* op, const Tensor& t) {
 
 namespace {
 
+// The first and last storage elements a tensor with elements reaches.
+std::pair<int64_t, int64_t> element_range(const Tensor& t) {
+  int64_t lowest = t.storage_offset(), highest = lowest;
+  for (int64_t d = 0; d < t.dim(); ++d) (t.strides()[d] < 0 ? lowest : highest) += (t.sizes()[d] - 1) * t.strides()[d];
+  return {lowest, highest};
+}
+
+}  // namespace
+
+// See Note [Overlapping in-place ops].
+void check_no_partial_overlap(const char* op, const Tensor& written, const Tensor& input) {
+  if (!input.defined() || written.impl()->storage() != input.impl()->storage()) return;
+  if (written.numel() == 0 || input.numel() == 0) return;
+  const bool same_geometry = written.storage_offset() == input.storage_offset() &&
+                             written.sizes() == input.sizes() && written.strides() == input.strides();
+  if (same_geometry) return;
+  const auto [w_low, w_high] = element_range(written);
+  const auto [i_low, i_high] = element_range(input);
+  const int64_t w_size = element_size(written.dtype()), i_size = element_size(input.dtype());
+  const bool disjoint = (w_high + 1) * w_size <= i_low * i_size || (i_high + 1) * i_size <= w_low * w_size;
+  if (disjoint) return;
+  throw_error<Error>("[", op, "] unsupported operation: some elements of the input tensor and the written-to tensor "
+                     "refer to a single memory location. Please clone() the tensor before performing the operation.");
+}
+
+namespace {
+
 template <class D, class S>
 void convert_copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();

@@ -3,12 +3,13 @@
 // operator schemas and autograd Functions.
 //
 // Note [Optional tensors in Functions]
-// autograd::Function records a gradient edge for each `Tensor` argument of forward, but not
-// for a `Tensor?` (std::optional<Tensor>) or a `Tensor[]`. An op with optional tensor inputs
-// (a weight, a bias) therefore registers a small Autograd lambda that unwraps each optional
-// into a Tensor (undefined for None) and calls a Function taking plain Tensors; the Function's
-// forward wraps them back with as_optional() to call the op. An undefined Tensor records no
-// edge and gets no gradient. Ops returning a tuple convert the Function's tensor_list.
+// autograd::Function records a gradient edge for every tensor of its forward arguments,
+// `Tensor?` and `Tensor[]` included (Note [Function inputs] in autograd/function.h). Built-in
+// ops with optional tensor inputs (a weight, a bias) predate that: they register a small
+// Autograd lambda that unwraps each optional into a Tensor (undefined for None) and calls a
+// Function taking plain Tensors, whose forward wraps them back with as_optional(). Both ways
+// give the same edges; an undefined Tensor records none and gets no gradient. Ops returning a
+// tuple convert the Function's tensor_list (or use kernel<F, std::tuple<...>>()).
 #include <optional>
 #include <tuple>
 #include <utility>

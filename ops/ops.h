@@ -229,6 +229,10 @@ tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
 // Type promotion across the inputs; 1-d tensors of shape [0] are skipped, as in PyTorch.
 Tensor cat(const tensor_list& tensors, int64_t dim = 0);
 Tensor stack(const tensor_list& tensors, int64_t dim = 0);
+// A view of self's storage with the given geometry (ops/view.cpp); storage_offset defaults to
+// self's. Differentiable; the gradient sums where the geometry overlaps itself.
+Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
+                  std::optional<int64_t> storage_offset = std::nullopt);
 
 // Indexing (ops/index.cpp). slice clamps start/end like Python; step must be positive.
 Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<int64_t> start = std::nullopt,

@@ -45,6 +45,7 @@ struct AdamArguments {
 // param is floating; every other tensor matches its shape, dtype and device.
 void check_same_as_param(const char* op, const Tensor& param, const Tensor& other, const char* name) {
   STRATA_CHECK_VALUE(other.defined(), "[", op, "] ", name, " is undefined");
+  detail::check_no_partial_overlap(op, param, other);
   detail::check_same_device(op, param, other);
   STRATA_CHECK_VALUE(other.sizes() == param.sizes(), "[", op, "] ", name, " of shape ", other.sizes(),
                      " does not match param of shape ", param.sizes());

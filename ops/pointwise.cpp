@@ -198,6 +198,7 @@ Tensor binary_in_place_cpu(const Tensor& self, const Tensor& other, const Scalar
   constexpr const char* name = arith_name(kind, true);
   const BinaryShape shape = binary_shape(kind, name, self, other, alpha);
   check_in_place(name, self, shape);
+  detail::check_no_partial_overlap(name, self, other);
   if (shape.dtype == self.dtype()) {
     compute_binary(kind, name, self, self, other, alpha);
   } else {
@@ -212,6 +213,7 @@ template <Arith kind>
 Tensor binary_in_place_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   constexpr const char* name = arith_name(kind, true);
   check_in_place(name, self, binary_shape(kind, name, self, other, alpha));
+  detail::check_no_partial_overlap(name, self, other);
   return self;
 }
 

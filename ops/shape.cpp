@@ -353,6 +353,7 @@ void check_copy_shapes(const Tensor& self, const Tensor& src) {
   STRATA_CHECK_VALUE(broadcast.ref() == self.sizes(), "[copy_] src of shape ", src.sizes(),
                      " cannot be broadcast to self of shape ", self.sizes());
   detail::check_no_internal_overlap("copy_", self);
+  detail::check_no_partial_overlap("copy_", self, src);
 }
 
 // Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks shapes.

@@ -12,7 +12,8 @@ Tensor Tensor::clone() const { return strata::clone(*this); }
 const Tensor& Tensor::copy_(const Tensor& src) const { return strata::copy_(*this, src); }
 
 // A new tensor sharing storage, geometry and the version counter, without autograd state.
-Tensor Tensor::detach() const { return detail::make_view(*this, sizes(), strides(), storage_offset()); }
+// Not a view (as in PyTorch): it shares storage and version, but has no base.
+Tensor Tensor::detach() const { return detail::make_alias(*this, sizes(), strides(), storage_offset()); }
 
 Tensor Tensor::view(IntArrayRef sizes) const { return strata::view(*this, sizes); }
 Tensor Tensor::reshape(IntArrayRef sizes) const { return strata::reshape(*this, sizes); }

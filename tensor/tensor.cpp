@@ -98,6 +98,15 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
 // wrong view kernel (or a user's as_strided-like call) fails with an error instead of reading
 // memory it does not own. The check costs one pass over the dims.
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
+  Tensor view = make_alias(base, sizes, strides, storage_offset);
+  // See Note [Views and their base]: a view of a view shares the root.
+  const intrusive_ptr<TensorImpl>& root = base.impl()->view_base() ? base.impl()->view_base_ptr() : base.impl_ptr();
+  view.impl()->set_view_base(root);
+  view.impl()->set_view_version(base.impl()->version());
+  return view;
+}
+
+Tensor make_alias(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   TensorImpl* base_impl = base.impl();
   STRATA_CHECK(base_impl, "[make_view] the base tensor is undefined");
   auto impl = make_intrusive<TensorImpl>(base_impl->storage(), base_impl->dtype(), sizes, strides, storage_offset);
@@ -113,6 +122,11 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 }
 
 }  // namespace detail
+
+Tensor Tensor::_base() const {
+  TensorImpl* base = checked_impl()->view_base();
+  return base ? Tensor(checked_impl()->view_base_ptr()) : Tensor();
+}
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t range = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts 0 and -1, like PyTorch

@@ -82,6 +82,10 @@ class Tensor {
   Tensor clone() const;
   const Tensor& copy_(const Tensor& src) const;
   Tensor detach() const;
+  // Whether a view op made this tensor, and the root tensor it views (undefined otherwise);
+  // a view of a view has the root as its base. See Note [Views and their base].
+  bool is_view() const { return checked_impl()->view_base() != nullptr; }
+  Tensor _base() const;
 
   // Views.
   Tensor view(IntArrayRef sizes) const;
@@ -184,7 +188,10 @@ class Tensor {
   // Keeps .grad for a non-leaf tensor after backward.
   void retain_grad() const;
   bool retains_grad() const;
-  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  // With `inputs`, only those tensors' .grad accumulate (non-leaf inputs keep theirs as
+  // retain_grad() would).
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
   // hook(grad) runs when this tensor's gradient is computed; a defined result replaces it.
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
   template <class F>
@@ -257,8 +264,11 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptio
 namespace detail {
 // A new tensor with fresh storage and contiguous strides (no dispatch; for kernels).
 Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device);
-// A tensor sharing `base`'s storage with new geometry (for view kernels).
+// A tensor sharing `base`'s storage with new geometry (for view kernels); it records base's
+// root as its view base (Note [Views and their base]).
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+// The same geometry without recording a base (detach, internal aliases).
+Tensor make_alias(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 }  // namespace detail
 
 // Dimension index wrapping: -1 is the last dim. Throws IndexError naming `op`.

@@ -39,7 +39,9 @@ class TensorImpl : public RefCounted {
   ScalarType dtype() const { return dtype_; }
   Device device() const { return storage_->device(); }
   bool is_contiguous() const { return is_contiguous_; }
-  DispatchKeySet key_set() const { return key_set_; }
+  // A view also carries its base's keys: once the base's history is rewritten by an in-place
+  // op on another view, ops on this view must reach Autograd (Note [Views and their base]).
+  DispatchKeySet key_set() const { return view_base_ ? key_set_ | view_base_->key_set_ : key_set_; }
   const intrusive_ptr<StorageImpl>& storage() const { return storage_; }
 
   // Start of this tensor's elements (storage data + offset); null for Meta.
@@ -53,6 +55,17 @@ class TensorImpl : public RefCounted {
 
   uint32_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }
+
+  // Note [Views and their base]
+  // A tensor made by a view op (make_view) keeps its root base alive and knows it, as PyTorch's
+  // `_base` does, whether or not autograd was involved; detach() makes no view. view_version
+  // is the storage version when the view's history was last set: autograd regenerates a view's
+  // grad_fn from its base when the version has moved since (see autograd/view.cpp).
+  TensorImpl* view_base() const { return view_base_.get(); }
+  const intrusive_ptr<TensorImpl>& view_base_ptr() const { return view_base_; }
+  void set_view_base(intrusive_ptr<TensorImpl> base) { view_base_ = std::move(base); }
+  uint32_t view_version() const { return view_version_; }
+  void set_view_version(uint32_t version) { view_version_ = version; }
 
   AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta);
@@ -72,6 +85,8 @@ class TensorImpl : public RefCounted {
   int64_t numel_ = 1;
   intrusive_ptr<StorageImpl> storage_;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  intrusive_ptr<TensorImpl> view_base_;  // root base of a view; null otherwise
+  uint32_t view_version_ = 0;
   ScalarType dtype_;
   bool is_contiguous_ = true;
   DispatchKeySet key_set_;

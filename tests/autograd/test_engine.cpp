@@ -180,8 +180,8 @@ TEST_CASE("engine: DetectAnomalyGuard names the op whose backward produced NaN")
 }
 
 TEST_CASE("engine: in-place ops on views are recorded when no input requires grad") {
-  // A view made while nothing required grad is a plain tensor to the tape: writing into it
-  // through an op on a tensor that requires grad records that op (Note [In-place on views]).
+  // Writing into a view through an op on a tensor that requires grad records that op on the
+  // view and, through CopySlices, on its base (Note [In-place on views]).
   Tensor w = full({}, 3.0f).requires_grad_();
   Tensor buffer = zeros({3});
   Tensor slot = buffer.select(0, 1);

@@ -215,7 +215,12 @@ TEST_CASE("tensor: make_view does not copy autograd state") {
   base.impl()->set_autograd_key(true);
   Tensor view = detail::make_view(base, {1}, {1}, 1);
   CHECK(view.impl()->autograd_meta() == nullptr);
-  CHECK_FALSE(view.key_set().has(DispatchKey::Autograd));
+  CHECK(view.impl()->view_base() == base.impl());
+  // A view reaches its base's keys (Note [Views and their base]); an alias does not.
+  CHECK(view.key_set().has(DispatchKey::Autograd));
+  Tensor alias = detail::make_alias(base, {1}, {1}, 1);
+  CHECK(alias.impl()->view_base() == nullptr);
+  CHECK_FALSE(alias.key_set().has(DispatchKey::Autograd));
 }
 
 TEST_CASE("tensor: make_view rejects geometry outside the storage") {

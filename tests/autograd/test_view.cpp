@@ -1,0 +1,175 @@
+// Views under autograd: _base tracking, in-place ops on views (CopySlices), stale views whose
+// base changed in place, and as_strided's derivative. See Note [In-place on views].
+#include <doctest/doctest.h>
+
+#include <strata/strata.h>
+
+#include "../test_util.h"
+
+using namespace strata;
+using strata::testing::expect_error;
+
+namespace {
+
+using Fn = std::function<tensor_list(const tensor_list&)>;
+
+Tensor f64(std::initializer_list<double> values) { return tensor(values, kFloat64); }
+
+void check_gradcheck(const Fn& fn, const tensor_list& inputs) {
+  auto result = autograd::gradcheck(fn, inputs);
+  INFO(result.message());
+  CHECK(static_cast<bool>(result));
+}
+
+}  // namespace
+
+TEST_CASE("view: is_view and _base name the root base, with or without grad") {
+  Tensor base = zeros({2, 3});
+  CHECK_FALSE(base.is_view());
+  CHECK_FALSE(base._base().defined());
+  Tensor row = base.select(0, 1);
+  CHECK(row.is_view());
+  CHECK(row._base().is_same(base));
+  Tensor nested = row.slice(0, 1, 3).unsqueeze(0).t();
+  CHECK(nested._base().is_same(base));  // a view of a view has the root as base
+  for (const Tensor& piece : base.chunk(3, 1)) CHECK(piece._base().is_same(base));
+  CHECK(base.view({6})._base().is_same(base));
+  CHECK(base.reshape({3, 2})._base().is_same(base));
+  CHECK(base.expand({4, 2, 3})._base().is_same(base));
+  CHECK(base.permute({1, 0}).flatten()._base().is_same(base) == false);  // flatten of a transpose copies
+  CHECK(base.narrow(1, 0, 2).squeeze()._base().is_same(base));
+  CHECK(as_strided(base, {2}, {1})._base().is_same(base));
+  CHECK_FALSE(base.detach().is_view());  // detach shares storage but is not a view
+  CHECK_FALSE(base.clone().is_view());
+}
+
+TEST_CASE("view: copy_ into a select of a buffer reaches the source's gradient") {
+  Tensor w = full({}, 1.0, kFloat64).requires_grad_();
+  Tensor out = zeros({2}, kFloat64);
+  out.select(0, 0).copy_(w * 2);
+  CHECK(out.grad_fn()->name() == "CopySlices");
+  (out.sum() + w).backward();
+  CHECK(w.grad().item<double>() == 3.0);
+}
+
+TEST_CASE("view: add_ into a slice of a buffer reaches the added tensor's gradient") {
+  Tensor v = f64({1.0}).requires_grad_();
+  Tensor out = zeros({3}, kFloat64);
+  out.slice(0, 0, 1).add_(v);
+  (out * f64({5.0, 7.0, 9.0})).sum().backward();
+  CHECK(v.grad().item<double>() == 5.0);
+}
+
+TEST_CASE("view: in-place on a view of a non-leaf keeps the base's other gradients") {
+  Tensor x = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor w = full({}, 4.0, kFloat64).requires_grad_();
+  Tensor base = x * 2;              // d base / d x = 2
+  base.narrow(0, 1, 1).mul_(w);     // element 1 becomes 2 * x1 * w
+  base.sum().backward();
+  CHECK(allclose(x.grad(), f64({2.0, 8.0, 2.0})));
+  CHECK(w.grad().item<double>() == doctest::Approx(4.0));  // 2 * x1
+}
+
+TEST_CASE("view: copy_ overwrites the region, so the base's old values get no gradient there") {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor y = f64({5.0}).requires_grad_();
+  Tensor base = x * 3;
+  base.slice(0, 1, 2).copy_(y);
+  (base * f64({10.0, 100.0})).sum().backward();
+  CHECK(allclose(x.grad(), f64({30.0, 0.0})));
+  CHECK(y.grad().item<double>() == 100.0);
+}
+
+TEST_CASE("view: the view itself carries the new history") {
+  Tensor w = full({}, 2.0, kFloat64).requires_grad_();
+  Tensor base = zeros({2, 2}, kFloat64);
+  Tensor row = base.select(0, 1);
+  row.add_(w);
+  CHECK(row.grad_fn()->name() == "AsStridedBackward");
+  (row * f64({3.0, 4.0})).sum().backward();
+  CHECK(w.grad().item<double>() == 7.0);
+}
+
+TEST_CASE("view: views taken before the base changed in place get a fresh history") {
+  Tensor w = full({}, 2.0, kFloat64).requires_grad_();
+  Tensor base = zeros({3}, kFloat64);
+  Tensor whole = base.view({3});        // taken before; no history at that time
+  Tensor first = base.slice(0, 0, 2);
+  base.select(0, 0).copy_(w * w);
+  CHECK(whole.requires_grad());
+  (whole.sum() + first.sum()).backward();
+  CHECK(w.grad().item<double>() == doctest::Approx(8.0));  // 2 * (2w)
+}
+
+TEST_CASE("view: a stale view of a non-leaf follows the base's in-place change") {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor base = x * 1;
+  Tensor view = base.view({2});  // grad_fn made before the change
+  base.mul_(3);
+  view.sum().backward();
+  CHECK(allclose(x.grad(), f64({3.0, 3.0})));
+}
+
+TEST_CASE("view: nested views and views of views write through to the root") {
+  Tensor w = f64({1.0, 2.0}).requires_grad_();
+  Tensor base = zeros({2, 3}, kFloat64);
+  Tensor inner = base.t().slice(0, 1, 3).select(1, 1);  // base[1, 1:3]
+  inner.add_(w * 3);
+  Tensor weights = arange(6, kFloat64).view({2, 3});
+  (base * weights).sum().backward();
+  CHECK(allclose(w.grad(), f64({12.0, 15.0})));  // 3 * weights[1, 1:3]
+  CHECK(allclose(base.detach(), f64({0.0, 0.0, 0.0, 0.0, 3.0, 6.0}).view({2, 3})));
+}
+
+TEST_CASE("view: in-place on a view of a leaf that requires grad throws") {
+  Tensor leaf = f64({1.0, 2.0}).requires_grad_();
+  expect_error<Error>([&] { leaf.slice(0, 0, 1).add_(1.0); }, "[add_]", {"view", "leaf"});
+  expect_error<Error>([&] { leaf.select(0, 0).copy_(full({}, 3.0, kFloat64)); }, "[copy_]", {"view", "leaf"});
+  NoGradGuard no_grad;  // an optimizer step may
+  leaf.slice(0, 0, 1).add_(1.0);
+  CHECK(leaf.detach().select(0, 0).item<double>() == 2.0);
+}
+
+TEST_CASE("view: gradcheck through in-place ops on views") {
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * 1;
+        base.select(0, 1).mul_(in[1]);
+        base.slice(1, 0, 2).add_(in[2]);
+        return tensor_list{base.exp()};
+      },
+      {rand({3, 2}, kFloat64).requires_grad_(), rand({2}, kFloat64).requires_grad_(),
+       rand({3, 2}, kFloat64).requires_grad_()});
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = zeros({4}, kFloat64);
+        Tensor view = base.view({2, 2});
+        view.t().select(0, 0).copy_(in[0].sin());  // base[0], base[2]
+        return tensor_list{(base * base).sum().unsqueeze(0), view};
+      },
+      {rand({2}, kFloat64).requires_grad_()});
+}
+
+TEST_CASE("view: double backward through an in-place write into a view") {
+  Tensor x = f64({1.5}).requires_grad_();
+  Tensor buffer = zeros({2}, kFloat64);
+  buffer.slice(0, 1, 2).copy_(x * x * x);
+  Tensor g = autograd::grad({buffer.sum()}, {x}, {}, false, true)[0];
+  CHECK(g.item<double>() == doctest::Approx(3 * 1.5 * 1.5));
+  Tensor gg = autograd::grad({g.sum()}, {x})[0];
+  CHECK(gg.item<double>() == doctest::Approx(6 * 1.5));
+}
+
+TEST_CASE("as_strided: values, errors and gradients (overlapping outputs sum)") {
+  Tensor base = arange(6, kFloat64);
+  CHECK(allclose(as_strided(base, {2, 2}, {1, 2}, 1), f64({1.0, 3.0, 2.0, 4.0}).view({2, 2})));
+  expect_error<ValueError>([&] { as_strided(base, {2}, {1, 1}); }, "[as_strided]", {"sizes"});
+  expect_error<ValueError>([&] { as_strided(base, {4}, {2}); }, "[make_view]");
+  check_gradcheck([](const tensor_list& in) { return tensor_list{as_strided(in[0], {2, 2}, {1, 2}, 1)}; },
+                  {rand({6}, kFloat64).requires_grad_()});
+  check_gradcheck([](const tensor_list& in) { return tensor_list{as_strided(in[0], {3, 2}, {1, 1})}; },
+                  {rand({4}, kFloat64).requires_grad_()});
+  Tensor x = zeros({3}, kFloat64).requires_grad_();
+  as_strided(x, {2, 3}, {0, 1}).sum().backward();  // every element read twice
+  CHECK(allclose(x.grad(), f64({2.0, 2.0, 2.0})));
+}

@@ -1,0 +1,40 @@
+// Kernel helpers of ops/elementwise.cpp seen through the ops that use them: partial overlap
+// between what an in-place op writes and what it reads. See Note [Overlapping in-place ops].
+#include <doctest/doctest.h>
+
+#include <strata/strata.h>
+
+#include "../test_util.h"
+
+using namespace strata;
+using strata::testing::expect_error;
+
+namespace {
+Tensor square() { return arange(4, kFloat32).view({2, 2}); }
+constexpr const char* kOverlap = "some elements of the input tensor and the written-to tensor refer to a single";
+}  // namespace
+
+TEST_CASE("overlap: in-place ops whose input partially overlaps self throw") {
+  Tensor a = square();
+  expect_error<Error>([&] { a.add_(a.t()); }, "[add_]", {kOverlap, "clone()"});
+  expect_error<Error>([&] { a.copy_(a.t()); }, "[copy_]", {kOverlap});
+  Tensor x = arange(5, kFloat32);
+  expect_error<Error>([&] { x.slice(0, 1).mul_(x.slice(0, 0, -1)); }, "[mul_]", {kOverlap});
+  expect_error<Error>([&] { a.sub_(a.select(0, 0)); }, "[sub_]", {kOverlap});  // broadcast row of self
+  expect_error<Error>([&] { a.div_(a.select(1, 1).unsqueeze(1)); }, "[div_]", {kOverlap});
+  CHECK(allclose(a, square()));  // nothing was written
+  CHECK(allclose(x, arange(5, kFloat32)));
+}
+
+TEST_CASE("overlap: identical geometry and disjoint regions are fine") {
+  Tensor a = square();
+  a.add_(a);
+  CHECK(allclose(a, square() * 2));
+  a.mul_(a.view({2, 2}));  // another tensor, same geometry
+  CHECK(allclose(a, square() * square() * 4));
+  Tensor x = arange(4, kFloat32);
+  x.slice(0, 2).copy_(x.slice(0, 0, 2));  // disjoint halves of one storage
+  CHECK(allclose(x, tensor({0.0f, 1.0f, 0.0f, 1.0f})));
+  Tensor m = empty({2, 2}, TensorOptions().device(kMeta));
+  expect_error<Error>([&] { m.add_(m.t()); }, "[add_]", {kOverlap});
+}
