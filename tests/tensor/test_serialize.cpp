@@ -325,6 +325,30 @@ TEST_CASE("safetensors: corrupt files throw ValueError naming the fault") {
                            {"reserved"});
 }
 
+TEST_CASE("safetensors: 100,000 metadata entries load (duplicate keys found in linear time)") {
+  SafetensorsMetadata metadata;
+  for (int i = 0; i < 100'000; ++i) metadata["key" + std::to_string(i)] = "v";
+  Bytes bytes = save_safetensors_bytes({{"w", ones({2})}}, metadata);
+  SafetensorsMetadata loaded;
+  auto tensors = load_safetensors_bytes(bytes, "many.st", &loaded);
+  CHECK(loaded == metadata);
+  CHECK(tensors.size() == 1);
+}
+
+TEST_CASE("safetensors: a header object with more than the member limit is rejected naming the limit") {
+  std::string header = "{\"__metadata__\":{";
+  header.reserve(12 * (detail::kMaxJsonObjectMembers + 1));
+  for (size_t i = 0; i <= detail::kMaxJsonObjectMembers; ++i) header += (i ? ",\"" : "\"") + std::to_string(i) + "\":\"\"";
+  header += "}}";
+  Bytes bytes = safetensors_file(header, {});
+  header = {};
+  expect_error<ValueError>([&] { load_safetensors_bytes(bytes, "wide.st"); }, "[load_safetensors] wide.st",
+                           {"more than 1000000 members", "limit"});
+  expect_error<ValueError>([] { detail::parse_json("{\"a\":1,\"b\":2,\"c\":3}", "[t] ", 2); }, "[t] ",
+                           {"more than 2 members"});
+  CHECK(detail::parse_json("{\"a\":1,\"b\":2}", "[t] ", 2).members.size() == 2);
+}
+
 TEST_CASE("json: strings, numbers and nesting") {
   detail::JsonValue value = detail::parse_json(" {\"a\": [1, -2.5e3, true, false, null, \"x\\ty\"], \"b\": {}} ", "[t] ");
   REQUIRE(value.is_object());
