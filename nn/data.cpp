@@ -12,6 +12,7 @@
 
 #include <strata/ops/ops.h>
 #include <strata/tensor/random.h>
+#include <strata/tensor/file_io.h>
 #include <strata/tensor/serialize.h>
 
 namespace strata::data {
@@ -103,6 +104,7 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
 
 std::vector<uint8_t> read_maybe_gzip(const std::string& path, const char* op) {
   // zlib reads files without the gzip magic as they are, so one path serves both.
+  strata::detail::check_readable_file(path, op);  // a directory, not a file: a clear error
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) strata::detail::throw_error<ValueError>("[", op, "] cannot open '", path, "': ", std::strerror(errno));
   std::vector<uint8_t> bytes;

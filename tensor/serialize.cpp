@@ -5,7 +5,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -17,26 +16,6 @@ namespace strata {
 static_assert(std::endian::native == std::endian::little, "strata's file formats assume a little-endian host");
 
 namespace detail {
-
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw_error<ValueError>("[", op, "] cannot open '", path, "': ", std::strerror(errno));
-  std::streamoff size = file.tellg();
-  if (size < 0) throw_error<ValueError>("[", op, "] cannot read the size of '", path, "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  file.seekg(0);
-  if (!file.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw_error<ValueError>("[", op, "] cannot read '", path, "'");
-  return bytes;
-}
-
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes, const char* op) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw_error<ValueError>("[", op, "] cannot open '", path, "' for writing: ", std::strerror(errno));
-  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  file.flush();
-  if (!file) throw_error<ValueError>("[", op, "] cannot write '", path, "'");
-}
 
 Tensor contiguous_cpu(const Tensor& tensor) {
   Tensor values = tensor.detach();

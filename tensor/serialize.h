@@ -2,7 +2,8 @@
 // Tensors to and from files: NumPy's .npy format and Hugging Face's safetensors format.
 // Loaders validate every field and throw ValueError ("[load_npy] ..." or "[load_safetensors] ...",
 // naming the file and the fault) for malformed input; they never read outside the given bytes.
-// The *_bytes variants work on memory and take a `source` name for messages.
+// The *_bytes variants work on memory and take a `source` name for messages. Savers replace a
+// file only once the new one is complete (detail::write_file_atomically in file_io.h).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include <strata/tensor/file_io.h>
 #include <strata/tensor/tensor.h>
 
 namespace strata {
@@ -38,9 +40,6 @@ std::map<std::string, Tensor> load_safetensors_bytes(std::span<const uint8_t> by
                                                      SafetensorsMetadata* metadata = nullptr);
 
 namespace detail {
-// Whole-file reads and writes; errors name `op` and the path.
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op);
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes, const char* op);
 // A contiguous CPU copy of `tensor`'s values (no autograd history).
 Tensor contiguous_cpu(const Tensor& tensor);
 // numel * item_size for `shape`, or nullopt when that, or the product of the shape's nonzero

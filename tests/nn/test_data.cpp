@@ -261,3 +261,11 @@ TEST_CASE("data: load_digits reads the bundled UCI digits" * doctest::skip(find_
   CHECK(labels[0] == 0);
   CHECK(labels[1] == 1);
 }
+
+TEST_CASE("data: readers given a directory throw naming the path") {
+  std::string directory = std::filesystem::temp_directory_path().string();
+  expect_error<ValueError>([&] { (void)data::read_idx(directory); }, "[read_idx] cannot read '" + directory + "'",
+                           {"directory"});
+  expect_error<ValueError>([&] { (void)data::read_csv(directory); }, "[read_csv] cannot read '" + directory + "'",
+                           {"directory"});
+}
