@@ -45,9 +45,22 @@ struct ArangeShape {
 };
 
 // Note [arange length]
-// length = ceil((end - start) / step), in exact int64 arithmetic when all three are integers
-// (so large integer ranges do not round) and in double otherwise. Like PyTorch, the dtype is
-// int64 when all three are integers and float32 otherwise.
+// length = ceil((end - start) / step), in exact 128-bit integer arithmetic when all three are
+// integers (so large integer ranges neither round nor overflow: arange(INT64_MIN, INT64_MAX,
+// INT64_MAX) has 3 elements) and in double otherwise. Like PyTorch, the dtype is int64 when all
+// three are integers and float32 otherwise. A length int64 cannot count is an error.
+__int128 exact_integer(const Scalar& value) {
+  return value.is_uint64() ? static_cast<__int128>(value.to<uint64_t>()) : static_cast<__int128>(value.to_long());
+}
+
+int64_t integral_arange_length(const Scalar& start, const Scalar& end, const Scalar& step) {
+  const __int128 span = exact_integer(end) - exact_integer(start), stride = exact_integer(step);
+  const __int128 length = span / stride + (span % stride != 0 ? 1 : 0);
+  STRATA_CHECK_VALUE(length <= std::numeric_limits<int64_t>::max(), "[arange] the range ", start, " to ", end,
+                     " with step ", step, " has too many elements (more than int64 can count): the result is too large");
+  return static_cast<int64_t>(length);
+}
+
 ArangeShape arange_shape(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype) {
   const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
   const double first = start.to_double(), last = end.to_double(), increment = step.to_double();
@@ -122,9 +135,12 @@ Tensor arange_start_step_cpu(const Scalar& start, const Scalar& end, const Scala
   visit_dtype(shape.dtype, [&]<class T>() {
     T* data = detail::data_of<T>(out);
     if (shape.integral) {
-      const int64_t first = start.to_long(), stride = step.to_long();
+      // Every element lies in [start, end), so 128-bit arithmetic is exact and never overflows.
+      const __int128 first = exact_integer(start), stride = exact_integer(step);
       detail::run_chunked(length, [=](int64_t begin, int64_t stop) {
-        for (int64_t i = begin; i < stop; ++i) data[i] = detail::convert<T>(first + i * stride);
+        for (int64_t i = begin; i < stop; ++i) {
+          data[i] = detail::convert<T>(static_cast<int64_t>(first + i * stride));
+        }
       });
     } else {
       const double first = start.to_double(), stride = step.to_double();

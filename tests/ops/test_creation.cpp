@@ -77,6 +77,30 @@ TEST_CASE("arange: errors") {
   expect_error<ValueError>([] { (void)arange(5, 0, 1, kMeta); }, "[arange]");
 }
 
+TEST_CASE("full: a uint64_t value above int64's range keeps its value") {
+  constexpr uint64_t largest = std::numeric_limits<uint64_t>::max();
+  CHECK(full({1}, largest, kFloat64).item<double>() == 18446744073709551615.0);
+  CHECK(full({1}, uint64_t{1} << 63, kFloat32).item<double>() == 9223372036854775808.0);
+  expect_error<ValueError>([] { (void)full({1}, largest); }, "[full] value 18446744073709551615", {"Int64"});
+  expect_error<ValueError>([] { (void)full({1}, largest, kUInt8); }, "[full]", {"UInt8"});
+}
+
+TEST_CASE("arange: lengths near the int64 limits are exact") {
+  constexpr int64_t lowest = std::numeric_limits<int64_t>::min(), highest = std::numeric_limits<int64_t>::max();
+  Tensor extremes = arange(lowest, highest, highest);
+  REQUIRE(extremes.numel() == 3);
+  CHECK(extremes.select(0, 0).item<int64_t>() == lowest);
+  CHECK(extremes.select(0, 1).item<int64_t>() == -1);
+  CHECK(extremes.select(0, 2).item<int64_t>() == highest - 1);
+  Tensor wide = arange(-5, highest, int64_t{1} << 62);  // -5, 2^62 - 5, 2^63 - 5
+  REQUIRE(wide.numel() == 3);
+  CHECK(wide.select(0, 1).item<int64_t>() == (int64_t{1} << 62) - 5);
+  CHECK(wide.select(0, 2).item<int64_t>() == highest - 4);
+  CHECK(arange(lowest, highest, highest, kMeta).numel() == 3);
+  expect_error<ValueError>([] { (void)arange(lowest, highest); }, "[arange]", {"too large"});
+  expect_error<ValueError>([] { (void)arange(lowest, highest, 1, kMeta); }, "[arange]", {"too large"});
+}
+
 TEST_CASE("rand and randn: ranges, dtypes, reproducibility") {
   manual_seed(42);
   Tensor u = rand({1000});

@@ -269,6 +269,7 @@ TEST_CASE("split, split_with_sizes and chunk: views along a dim") {
   check_values(chunks[2], {1}, kInt64, {4});
   CHECK(arange(6).chunk(4).size() == 3);  // like PyTorch: chunks of 2, only 3 of them
   CHECK(zeros({0, 3}).chunk(2).size() == 2);
+  CHECK(arange(10).chunk(std::numeric_limits<int64_t>::max()).size() == 10);  // no overflow in ceil
   CHECK(zeros({0}).split(2).size() == 1);
   pieces[0].add_(100);
   CHECK(a.data_ptr<float>()[0] == 100);
