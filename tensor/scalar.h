@@ -108,9 +108,9 @@ class Scalar {
     else return bytes == 1 ? "UInt8" : bytes == 2 ? "UInt16" : bytes == 4 ? "UInt32" : "UInt64";
   }
 
-  // The dtype a tensor made from this value gets by default: kBool, kInt64 or kFloat32.
+  // The dtype a tensor made from this value gets by default: kBool, kInt64 or get_default_dtype().
   ScalarType default_dtype() const {
-    return kind_ == Kind::Bool ? kBool : kind_ == Kind::Integral ? kInt64 : kFloat32;
+    return kind_ == Kind::Bool ? kBool : kind_ == Kind::Integral ? kInt64 : get_default_dtype();
   }
 
   Scalar operator-() const;

@@ -50,6 +50,8 @@ std::string_view npy_descr(ScalarType dtype) {
   switch (dtype) {
     case kBool: return "|b1";
     case kUInt8: return "|u1";
+    case kInt8: return "|i1";
+    case kInt16: return "<i2";
     case kInt32: return "<i4";
     case kInt64: return "<i8";
     case kFloat16: return "<f2";
@@ -191,6 +193,8 @@ NpyDtype parse_npy_descr(const std::string& descr, const std::string& context) {
     std::optional<ScalarType> dtype;
     if (code == "b1") dtype = kBool;
     else if (code == "u1") dtype = kUInt8;
+    else if (code == "i1") dtype = kInt8;
+    else if (code == "i2") dtype = kInt16;
     else if (code == "i4") dtype = kInt32;
     else if (code == "i8") dtype = kInt64;
     else if (code == "f2") dtype = kFloat16;
@@ -203,7 +207,7 @@ NpyDtype parse_npy_descr(const std::string& descr, const std::string& context) {
     }
   }
   detail::throw_error<ValueError>(context, "unsupported descr '", descr,
-                                  "' (supported: b1 u1 i4 i8 f2 f4 f8, little- or big-endian)");
+                                  "' (supported: b1 u1 i1 i2 i4 i8 f2 f4 f8, little- or big-endian)");
 }
 
 int64_t checked_numel(const std::vector<int64_t>& shape, int64_t item_size, const std::string& context) {

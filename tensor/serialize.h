@@ -18,7 +18,7 @@
 namespace strata {
 
 // .npy: writes version 1.0 (little-endian, C order, data 64-byte aligned). Reads versions 1.0,
-// 2.0 and 3.0, descrs b1 u1 i4 i8 f2 f4 f8 in either byte order, and Fortran order.
+// 2.0 and 3.0, descrs b1 u1 i1 i2 i4 i8 f2 f4 f8 in either byte order, and Fortran order.
 // BFloat16 has no NumPy dtype: save_npy throws TypeError for it (use safetensors).
 void save_npy(const std::string& path, const Tensor& tensor);
 Tensor load_npy(const std::string& path);
@@ -26,7 +26,7 @@ std::vector<uint8_t> save_npy_bytes(const Tensor& tensor);
 Tensor load_npy_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
 
 // safetensors: tensors in sorted name order, little-endian, C order; header padded with spaces
-// to 8 bytes. Dtypes BOOL U8 I32 I64 F16 BF16 F32 F64. Optional "__metadata__" string map.
+// to 8 bytes. Dtypes BOOL U8 I8 I16 I32 I64 F16 BF16 F32 F64. Optional "__metadata__" string map.
 using SafetensorsMetadata = std::map<std::string, std::string>;
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const SafetensorsMetadata& metadata = {});

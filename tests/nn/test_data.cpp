@@ -174,9 +174,10 @@ TEST_CASE("data: read_idx reads hand-made IDX files, plain and gzip") {
   CHECK(int64_values(data::read_idx(path + ".gz")) == int64_values(t));
 
   Tensor i16 = data::read_idx_bytes(Bytes{0, 0, 0x0B, 1, 0, 0, 0, 2, 0xff, 0xfe, 0x01, 0x00});
-  CHECK(i16.dtype() == kInt32);
+  CHECK(i16.dtype() == kInt16);
   CHECK(int64_values(i16) == std::vector<int64_t>{-2, 256});
   Tensor i8 = data::read_idx_bytes(Bytes{0, 0, 0x09, 1, 0, 0, 0, 2, 0x80, 0x7f});
+  CHECK(i8.dtype() == kInt8);
   CHECK(int64_values(i8) == std::vector<int64_t>{-128, 127});
   Tensor i32 = data::read_idx_bytes(Bytes{0, 0, 0x0C, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfb});
   CHECK(int64_values(i32) == std::vector<int64_t>{-5});

@@ -3,6 +3,8 @@
 // Tensor::detach.
 #include "op_test_util.h"
 
+#include <sstream>
+
 using namespace strata;
 using strata::testing::check_gradcheck;
 using strata::testing::check_meta_matches;
@@ -341,4 +343,17 @@ TEST_CASE("stack: inserts a new dim") {
   expect_error<ValueError>([&] { (void)stack({a, ones({3})}); }, "[stack] expected each tensor to be equal size",
                            {"[2] at entry 0 and [3] at entry 1"});
   expect_error<IndexError>([&] { (void)stack({a, b}, 2); }, "[stack] dimension 2 out of range");
+}
+
+TEST_CASE("shape: cat promotes int8 with int16; conversions to and from int8 and int16") {
+  Tensor i8 = tensor({int8_t{-1}, int8_t{2}});
+  Tensor i16 = tensor({int16_t{-300}});
+  check_values(cat({i8, i16}), {3}, kInt16, {-1, 2, -300});
+  check_values(stack({i8, i8}), {2, 2}, kInt8, {-1, 2, -1, 2});
+  check_values(i16.to(kFloat64), {1}, kFloat64, {-300});
+  check_values(tensor({-3.7, 4.2}).to(kInt8), {2}, kInt8, {-3, 4});
+  check_values(i8.view({2, 1}).expand({2, 2}).contiguous(), {2, 2}, kInt8, {-1, -1, 2, 2});
+  std::ostringstream printed;
+  printed << i16;
+  CHECK(printed.str() == "tensor([-300], dtype=int16)");
 }

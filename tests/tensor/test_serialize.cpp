@@ -80,6 +80,8 @@ std::vector<Tensor> sample_tensors() {
   return {
       make<bool>({true, false, true, true, false, false}, {2, 3}),
       make<uint8_t>({0, 1, 127, 128, 255, 7}, {3, 2}),
+      make<int8_t>({INT8_MIN, -1, 0, 1, INT8_MAX}, {5, 1}),
+      make<int16_t>({INT16_MIN, -300, 0, 300, INT16_MAX, 7}, {2, 3}),
       make<int32_t>({INT32_MIN, -1, 0, 1, INT32_MAX}, {5}),
       make<int64_t>({INT64_MIN, -5, 0, INT64_MAX}, {2, 1, 2}),
       make<float>({0.5f, -0.0f, NAN, INFINITY, 1e-45f, -3.25f}, {2, 3}).to(kFloat16),
@@ -239,6 +241,23 @@ TEST_CASE("safetensors: round trips are bit-exact for every dtype, with metadata
   }
   CHECK(load_safetensors_metadata(path) == metadata);
   std::remove(path.c_str());
+}
+
+TEST_CASE("serialize: int8 and int16 use NumPy's i1/i2 and safetensors' I8/I16") {
+  Bytes npy8 = save_npy_bytes(make<int8_t>({-1}, {1}));
+  CHECK(std::string(npy8.begin(), npy8.end()).find("'descr': '|i1'") != std::string::npos);
+  Bytes npy16 = save_npy_bytes(make<int16_t>({-1}, {1}));
+  CHECK(std::string(npy16.begin(), npy16.end()).find("'descr': '<i2'") != std::string::npos);
+  Tensor big_endian = load_npy_bytes(npy_file(1, "{'descr': '>i2', 'fortran_order': False, 'shape': (1,), }", {0xfe, 0xd4}));
+  CHECK(big_endian.dtype() == kInt16);
+  CHECK(big_endian.item<int64_t>() == -300);
+  Bytes st = save_safetensors_bytes({{"a", make<int8_t>({-2}, {1})}, {"b", make<int16_t>({-3}, {1})}});
+  std::string header(st.begin() + 8, st.end());
+  CHECK(header.find("\"dtype\":\"I8\"") != std::string::npos);
+  CHECK(header.find("\"dtype\":\"I16\"") != std::string::npos);
+  auto loaded = load_safetensors_bytes(st);
+  CHECK(loaded.at("a").dtype() == kInt8);
+  CHECK(loaded.at("b").item<int64_t>() == -3);
 }
 
 TEST_CASE("safetensors: the layout follows the spec") {
