@@ -719,13 +719,14 @@ Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
   const std::optional<Device> device = options.device_opt();
   const bool same_dtype = !dtype || *dtype == self.dtype();
   const bool same_device = !device || *device == self.device();
+  STRATA_CHECK(!options.requires_grad(), "[to] to(options) doesn't support converting to a different requires_grad; "
+               "call requires_grad_() on the result");
   Tensor result = self;
   if (!same_dtype || !same_device || copy) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
     result = op.call(self, dtype, device, false);
   }
-  if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
 

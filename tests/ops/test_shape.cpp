@@ -162,9 +162,21 @@ TEST_CASE("to: dtype and device conversion, self when nothing changes") {
   expect_error<Error>([&] { (void)meta.to(kCPU); }, "[_to_copy] cannot copy from a meta tensor to cpu");
   expect_error<Error>([&] { (void)meta.cpu(); }, "[_to_copy]");
   CHECK_THROWS_AS((void)a.cuda(), Error);
-  Tensor with_grad = a.to(TensorOptions(kFloat64).requires_grad(true));
-  CHECK(with_grad.requires_grad());
-  CHECK(with_grad.is_leaf());
+  expect_error<Error>([&] { (void)a.to(TensorOptions(kFloat64).requires_grad(true)); },
+                      "[to] to(options) doesn't support converting to a different requires_grad");
+}
+
+TEST_CASE("to: another tensor's dtype and device, or a device and a dtype") {
+  Tensor a = arange(3, kInt32);
+  Tensor other = zeros({1}, kFloat64);
+  check_values(a.to(other), {3}, kFloat64, {0, 1, 2});
+  CHECK(a.to(a).is_same(a));  // nothing to change: the same tensor
+  CHECK_FALSE(a.to(a, /*copy=*/true).is_same(a));
+  check_values(a.to(kCPU, kInt16), {3}, kInt16, {0, 1, 2});
+  Tensor meta = a.to(Device(kMeta), kFloat16);
+  CHECK(meta.is_meta());
+  CHECK(meta.dtype() == kFloat16);
+  CHECK(a.to(zeros({1}, kMeta)).is_meta());
 }
 
 TEST_CASE("detach: shares storage and the version counter") {
