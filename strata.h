@@ -2,6 +2,7 @@
 // strata: everything in one include.
 #include <strata/tensor/tensor.h>
 #include <strata/tensor/serialize.h>
+#include <strata/tensor/dlpack.h>
 #include <strata/dispatch/dispatcher.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/ops.h>

@@ -12,6 +12,7 @@
 
 #include <strata/ops/ops.h>
 #include <strata/tensor/random.h>
+#include <strata/tensor/file_io.h>
 #include <strata/tensor/serialize.h>
 
 namespace strata::data {
@@ -103,6 +104,7 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
 
 std::vector<uint8_t> read_maybe_gzip(const std::string& path, const char* op) {
   // zlib reads files without the gzip magic as they are, so one path serves both.
+  strata::detail::check_readable_file(path, op);  // a directory, not a file: a clear error
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) strata::detail::throw_error<ValueError>("[", op, "] cannot open '", path, "': ", std::strerror(errno));
   std::vector<uint8_t> bytes;
@@ -139,7 +141,7 @@ Tensor read_idx_bytes(std::span<const uint8_t> bytes, std::string_view source) {
     int64_t item_size;
     ScalarType dtype;
   };
-  constexpr IdxType kTypes[] = {{0x08, 1, kUInt8},   {0x09, 1, kInt32},   {0x0B, 2, kInt32},
+  constexpr IdxType kTypes[] = {{0x08, 1, kUInt8},   {0x09, 1, kInt8},    {0x0B, 2, kInt16},
                                 {0x0C, 4, kInt32},   {0x0D, 4, kFloat32}, {0x0E, 8, kFloat64}};
   const IdxType* type = nullptr;
   for (const IdxType& candidate : kTypes)
@@ -169,8 +171,8 @@ Tensor read_idx_bytes(std::span<const uint8_t> bytes, std::string_view source) {
   if (count == 0) return result;
   switch (type->code) {
     case 0x08: std::memcpy(result.data_ptr(), in, count); break;
-    case 0x09: for (int64_t i = 0; i < count; ++i) result.data_ptr<int32_t>()[i] = static_cast<int8_t>(in[i]); break;
-    case 0x0B: for (int64_t i = 0; i < count; ++i) result.data_ptr<int32_t>()[i] = static_cast<int16_t>(big_endian(i)); break;
+    case 0x09: for (int64_t i = 0; i < count; ++i) result.data_ptr<int8_t>()[i] = static_cast<int8_t>(in[i]); break;
+    case 0x0B: for (int64_t i = 0; i < count; ++i) result.data_ptr<int16_t>()[i] = static_cast<int16_t>(big_endian(i)); break;
     case 0x0C: for (int64_t i = 0; i < count; ++i) result.data_ptr<int32_t>()[i] = static_cast<int32_t>(big_endian(i)); break;
     case 0x0D: for (int64_t i = 0; i < count; ++i) result.data_ptr<float>()[i] = std::bit_cast<float>(static_cast<uint32_t>(big_endian(i))); break;
     default: for (int64_t i = 0; i < count; ++i) result.data_ptr<double>()[i] = std::bit_cast<double>(big_endian(i)); break;

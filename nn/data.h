@@ -101,7 +101,7 @@ class DataLoader {
 };
 
 // IDX files (MNIST's format): magic 0 0 <type> <ndim>, big-endian u32 dims, big-endian data.
-// u8 -> UInt8, i8/i16/i32 -> Int32, f32 -> Float32, f64 -> Float64. gzip files are detected by
+// u8 -> UInt8, i8 -> Int8, i16 -> Int16, i32 -> Int32, f32 -> Float32, f64 -> Float64. gzip files are detected by
 // their magic bytes and decompressed.
 Tensor read_idx(const std::string& path);
 Tensor read_idx_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");

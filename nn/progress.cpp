@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include <strata/tensor/errors.h>
+#include <strata/tensor/file_io.h>
 
 namespace strata {
 namespace {
@@ -156,11 +156,9 @@ std::string LossCurve::to_csv() const {
 
 namespace {
 
+// Replaces the file only once the new text is all written (see tensor/file_io.h).
 void write_text_file(const std::string& path, const std::string& text, const char* op) {
-  std::ofstream file(path, std::ios::trunc);
-  if (!file) detail::throw_error<ValueError>("[", op, "] cannot open '", path, "' for writing");
-  file << text;
-  if (!file.flush()) detail::throw_error<ValueError>("[", op, "] cannot write '", path, "'");
+  detail::write_file_atomically(path, [&](detail::FileSink& sink) { sink.write(text); }, op);
 }
 
 std::string xml_escape(const std::string& text) {

@@ -33,7 +33,7 @@ ScalarType full_dtype(IntArrayRef sizes, const Scalar& value, std::optional<Scal
 }
 
 ScalarType random_dtype(const char* op, IntArrayRef sizes, std::optional<ScalarType> dtype) {
-  const ScalarType result = creation_dtype(op, sizes, dtype, kFloat32);
+  const ScalarType result = creation_dtype(op, sizes, dtype, get_default_dtype());
   STRATA_CHECK_TYPE(is_floating_point(result), "[", op, "] expected a floating point dtype, got ", result);
   return result;
 }
@@ -45,9 +45,22 @@ struct ArangeShape {
 };
 
 // Note [arange length]
-// length = ceil((end - start) / step), in exact int64 arithmetic when all three are integers
-// (so large integer ranges do not round) and in double otherwise. Like PyTorch, the dtype is
-// int64 when all three are integers and float32 otherwise.
+// length = ceil((end - start) / step), in exact 128-bit integer arithmetic when all three are
+// integers (so large integer ranges neither round nor overflow: arange(INT64_MIN, INT64_MAX,
+// INT64_MAX) has 3 elements) and in double otherwise. Like PyTorch, the dtype is int64 when all
+// three are integers and float32 otherwise. A length int64 cannot count is an error.
+__int128 exact_integer(const Scalar& value) {
+  return value.is_uint64() ? static_cast<__int128>(value.to<uint64_t>()) : static_cast<__int128>(value.to_long());
+}
+
+int64_t integral_arange_length(const Scalar& start, const Scalar& end, const Scalar& step) {
+  const __int128 span = exact_integer(end) - exact_integer(start), stride = exact_integer(step);
+  const __int128 length = span / stride + (span % stride != 0 ? 1 : 0);
+  STRATA_CHECK_VALUE(length <= std::numeric_limits<int64_t>::max(), "[arange] the range ", start, " to ", end,
+                     " with step ", step, " has too many elements (more than int64 can count): the result is too large");
+  return static_cast<int64_t>(length);
+}
+
 ArangeShape arange_shape(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype) {
   const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
   const double first = start.to_double(), last = end.to_double(), increment = step.to_double();
@@ -57,15 +70,14 @@ ArangeShape arange_shape(const Scalar& start, const Scalar& end, const Scalar& s
                      " has the wrong sign for the range ", start, " to ", end);
   int64_t length = 0;
   if (integral) {
-    const int64_t span = end.to_long() - start.to_long(), stride = step.to_long();
-    length = span / stride + (span % stride != 0 ? 1 : 0);
+    length = integral_arange_length(start, end, step);
   } else {
     const double size = std::ceil((last - first) / increment);
     STRATA_CHECK_VALUE(size < 9.2e18, "[arange] the range ", start, " to ", end, " with step ", step,
                        " has too many elements");
     length = static_cast<int64_t>(size);
   }
-  return {length, dtype.value_or(integral ? kInt64 : kFloat32), integral};
+  return {length, dtype.value_or(integral ? kInt64 : get_default_dtype()), integral};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -76,15 +88,15 @@ Device cpu_device(std::optional<Device> device) { return device.value_or(Device(
 Device meta_device(std::optional<Device> device) { return device.value_or(Device(kMeta)); }
 
 Tensor empty_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, kFloat32), cpu_device(device));
+  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, get_default_dtype()), cpu_device(device));
 }
 Tensor empty_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, kFloat32), meta_device(device));
+  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, get_default_dtype()), meta_device(device));
 }
 
 // All-zero bytes are zero in every dtype.
 Tensor zeros_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, kFloat32), cpu_device(device));
+  Tensor out = detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, get_default_dtype()), cpu_device(device));
   char* data = static_cast<char*>(out.impl()->data());
   const int64_t item = out.element_size();
   detail::run_chunked(out.numel(), [data, item](int64_t begin, int64_t end) {
@@ -93,16 +105,16 @@ Tensor zeros_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::option
   return out;
 }
 Tensor zeros_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, kFloat32), meta_device(device));
+  return detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, get_default_dtype()), meta_device(device));
 }
 
 Tensor ones_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, kFloat32), cpu_device(device));
+  Tensor out = detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, get_default_dtype()), cpu_device(device));
   detail::fill_kernel(out, 1, "ones");
   return out;
 }
 Tensor ones_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, kFloat32), meta_device(device));
+  return detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, get_default_dtype()), meta_device(device));
 }
 
 Tensor full_cpu(IntArrayRef sizes, const Scalar& value, std::optional<ScalarType> dtype, std::optional<Device> device) {
@@ -122,9 +134,12 @@ Tensor arange_start_step_cpu(const Scalar& start, const Scalar& end, const Scala
   visit_dtype(shape.dtype, [&]<class T>() {
     T* data = detail::data_of<T>(out);
     if (shape.integral) {
-      const int64_t first = start.to_long(), stride = step.to_long();
+      // Every element lies in [start, end), so 128-bit arithmetic is exact and never overflows.
+      const __int128 first = exact_integer(start), stride = exact_integer(step);
       detail::run_chunked(length, [=](int64_t begin, int64_t stop) {
-        for (int64_t i = begin; i < stop; ++i) data[i] = detail::convert<T>(first + i * stride);
+        for (int64_t i = begin; i < stop; ++i) {
+          data[i] = detail::convert<T>(static_cast<int64_t>(first + i * stride));
+        }
       });
     } else {
       const double first = start.to_double(), stride = step.to_double();
@@ -212,7 +227,7 @@ Tensor randn_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optio
 // are exact; values are computed in double and converted (truncated for integer dtypes).
 ScalarType linspace_dtype(int64_t steps, std::optional<ScalarType> dtype) {
   STRATA_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
-  const ScalarType result = dtype.value_or(kFloat32);
+  const ScalarType result = dtype.value_or(get_default_dtype());
   STRATA_CHECK_TYPE(result != kBool, "[linspace] dtype Bool is not supported");
   STRATA_CHECK_VALUE(steps <= std::numeric_limits<int64_t>::max() / element_size(result), "[linspace] ", steps,
                      " steps of ", result, " need more bytes than int64 can count");
@@ -246,7 +261,7 @@ Tensor linspace_meta(const Scalar&, const Scalar&, int64_t steps, std::optional<
 // eye(n, m): ones on the main diagonal of an [n, m] matrix, every dtype (float32 by default).
 ScalarType eye_dtype(int64_t n, int64_t m, std::optional<ScalarType> dtype) {
   STRATA_CHECK_VALUE(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n=", n, " and m=", m);
-  const ScalarType result = dtype.value_or(kFloat32);
+  const ScalarType result = dtype.value_or(get_default_dtype());
   int64_t nbytes = 0;
   STRATA_CHECK_VALUE(!__builtin_mul_overflow(n, m, &nbytes) && !__builtin_mul_overflow(nbytes, element_size(result), &nbytes),
                      "[eye] an [", n, ", ", m, "] matrix of ", result, " needs more bytes than int64 can count");
@@ -477,3 +492,10 @@ Tensor tensor_from_data(const void* data, ScalarType data_dtype, int64_t count, 
 
 }  // namespace detail
 }  // namespace strata
+
+namespace strata::detail {
+void check_nested_size(int64_t depth, int64_t expected, int64_t actual) {
+  STRATA_CHECK_VALUE(actual == expected, "[tensor] ragged nested list: expected ", expected,
+                     " elements at nesting depth ", depth, " (as in the first list there), got ", actual);
+}
+}  // namespace strata::detail

@@ -42,50 +42,129 @@ Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions options = {
 Tensor rand_like(const Tensor& t, TensorOptions options = {});
 Tensor randn_like(const Tensor& t, TensorOptions options = {});
 
+// tensor(): copies values into a new tensor. With no dtype in the options, values written as
+// literals (a single value, initializer lists) take the literal rule: floating -> the default
+// dtype (kFloat32 unless set_default_dtype), int and wider -> kInt64, bool -> kBool (int8_t,
+// int16_t and uint8_t values keep their dtype, as in LibTorch); a
+// std::vector<T> keeps T's own dtype (int -> kInt32, double -> kFloat64, int8_t -> kInt8...).
+// Nested initializer lists give 2-d and 3-d tensors; ragged lists throw ValueError.
+template <class T>
+  requires(std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+Tensor tensor(T value, TensorOptions options = {});
 template <class T>
 Tensor tensor(std::initializer_list<T> values, TensorOptions options = {});
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions options = {});
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values, TensorOptions options = {});
+template <class T>
+Tensor tensor(const std::vector<T>& values, TensorOptions options = {});
 template <class T>
 Tensor tensor(const std::vector<T>& values, IntArrayRef sizes, TensorOptions options = {});
 
 namespace detail {
 // Copies `count` values of dtype `data_dtype` into a new tensor of `sizes`, converted to the
-// options' dtype (or `default_dtype` when the options give none). See tensor() below.
+// options' dtype (or `default_dtype` when the options give none). See tensor() above.
 Tensor tensor_from_data(const void* data, ScalarType data_dtype, int64_t count, IntArrayRef sizes,
                         ScalarType default_dtype, const TensorOptions& options);
 
 template <class T>
 inline constexpr bool is_storage_type_v =
-    std::is_same_v<T, bool> || std::is_same_v<T, uint8_t> || std::is_same_v<T, int32_t> ||
-    std::is_same_v<T, int64_t> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, bool> || std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t> ||
+    std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, float> ||
+    std::is_same_v<T, double>;
 
-// bool -> kBool, integral -> kInt64, floating -> kFloat32; Half and BFloat16 keep their dtype.
+// The literal rule (LibTorch's): bool -> kBool, int and wider integers -> kInt64, floating ->
+// the default dtype; the narrow types strata has (uint8_t, int8_t, int16_t), Half and BFloat16
+// keep their dtype.
 template <class T>
-constexpr ScalarType literal_dtype() {
+ScalarType literal_dtype() {
   if constexpr (std::is_same_v<T, bool>) return kBool;
+  else if constexpr (std::is_integral_v<T> && is_storage_type_v<T> && sizeof(T) <= 2) return scalar_type_of<T>;
   else if constexpr (std::is_integral_v<T>) return kInt64;
   else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return scalar_type_of<T>;
-  else return kFloat32;
+  else return get_default_dtype();
+}
+
+// A std::vector<T>'s own dtype: T's when strata has it, else int64 for integers and float64 for
+// long double.
+template <class T>
+ScalarType vector_dtype() {
+  if constexpr (is_storage_type_v<T>) return scalar_type_of<T>;
+  else if constexpr (std::is_integral_v<T>) return kInt64;
+  else return kFloat64;
 }
 
 template <class T>
-Tensor tensor_from_values(const T* values, int64_t count, IntArrayRef sizes, const TensorOptions& options) {
+Tensor tensor_from_values(const T* values, int64_t count, IntArrayRef sizes, ScalarType default_dtype,
+                          const TensorOptions& options) {
   static_assert(std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>,
                 "strata::tensor: values must be numbers or bool");
   if constexpr (is_storage_type_v<T>) {
-    return tensor_from_data(values, scalar_type_of<T>, count, sizes, literal_dtype<T>(), options);
-  } else {  // other integer widths (short, long long, size_t...) and long double
+    return tensor_from_data(values, scalar_type_of<T>, count, sizes, default_dtype, options);
+  } else {  // other integer widths (long long, size_t...) and long double
     using Wide = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
     std::vector<Wide> wide(values, values + count);
-    return tensor_from_data(wide.data(), scalar_type_of<Wide>, count, sizes, literal_dtype<T>(), options);
+    return tensor_from_data(wide.data(), scalar_type_of<Wide>, count, sizes, default_dtype, options);
+  }
+}
+
+// Appends a nested list's values to `flat`, checking every level has the size `sizes` gives
+// (the first list at each level sets it). Throws ValueError for ragged lists.
+void check_nested_size(int64_t depth, int64_t expected, int64_t actual);
+template <class T>
+void flatten_nested(const T& value, std::vector<int64_t>&, size_t, std::vector<T>& flat) {
+  flat.push_back(value);
+}
+template <class T, class Leaf>
+void flatten_nested(std::initializer_list<T> list, std::vector<int64_t>& sizes, size_t depth, std::vector<Leaf>& flat) {
+  const auto count = static_cast<int64_t>(list.size());
+  if (sizes.size() == depth) sizes.push_back(count);
+  else check_nested_size(static_cast<int64_t>(depth), sizes[depth], count);
+  for (const T& item : list) flatten_nested(item, sizes, depth + 1, flat);
+}
+template <class Leaf, class List>
+Tensor tensor_from_nested(const List& list, size_t rank, const TensorOptions& options) {
+  std::vector<int64_t> sizes;
+  std::vector<Leaf> flat;
+  flatten_nested(list, sizes, 0, flat);
+  sizes.resize(rank, 0);  // an empty list leaves the inner sizes unset: they are 0
+  if constexpr (std::is_same_v<Leaf, bool>) {  // std::vector<bool> has no data()
+    std::unique_ptr<bool[]> copy(new bool[flat.size() + 1]);
+    std::copy(flat.begin(), flat.end(), copy.get());
+    return tensor_from_values(copy.get(), static_cast<int64_t>(flat.size()), sizes, literal_dtype<Leaf>(), options);
+  } else {
+    return tensor_from_values(flat.data(), static_cast<int64_t>(flat.size()), sizes, literal_dtype<Leaf>(), options);
   }
 }
 }  // namespace detail
 
 template <class T>
+  requires(std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+Tensor tensor(T value, TensorOptions options) {
+  return detail::tensor_from_values(&value, 1, IntArrayRef(), detail::literal_dtype<T>(), options);
+}
+
+template <class T>
 Tensor tensor(std::initializer_list<T> values, TensorOptions options) {
+  return detail::tensor_from_nested<T>(values, 1, options);
+}
+
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions options) {
+  return detail::tensor_from_nested<T>(values, 2, options);
+}
+
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values, TensorOptions options) {
+  return detail::tensor_from_nested<T>(values, 3, options);
+}
+
+template <class T>
+Tensor tensor(const std::vector<T>& values, TensorOptions options) {
   const int64_t count = static_cast<int64_t>(values.size());
-  return detail::tensor_from_values(values.begin(), count, IntArrayRef(&count, 1), options);
+  return tensor(values, IntArrayRef(&count, 1), options);
 }
 
 template <class T>
@@ -94,9 +173,9 @@ Tensor tensor(const std::vector<T>& values, IntArrayRef sizes, TensorOptions opt
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data()
     std::unique_ptr<bool[]> copy(new bool[values.size() + 1]);
     std::copy(values.begin(), values.end(), copy.get());
-    return detail::tensor_from_values(copy.get(), count, sizes, options);
+    return detail::tensor_from_values(copy.get(), count, sizes, kBool, options);
   } else {
-    return detail::tensor_from_values(values.data(), count, sizes, options);
+    return detail::tensor_from_values(values.data(), count, sizes, detail::vector_dtype<T>(), options);
   }
 }
 

@@ -319,7 +319,8 @@ tensor_list chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
   STRATA_CHECK_VALUE(chunks > 0, "[chunk] expected `chunks` to be greater than 0, got ", chunks);
   const int64_t d = wrap_dim(dim, self.dim(), "chunk");
   const int64_t dim_size = self.sizes()[d];
-  const int64_t split_size = (dim_size + chunks - 1) / chunks;
+  // ceil(dim_size / chunks) without forming dim_size + chunks, which overflows for huge chunks.
+  const int64_t split_size = dim_size / chunks + (dim_size % chunks != 0 ? 1 : 0);
   if (split_size == 0 && dim_size == 0) return split_with_sizes(self, std::vector<int64_t>(chunks, 0), d);
   return split(self, split_size, d);
 }
@@ -716,13 +717,14 @@ Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
   const std::optional<Device> device = options.device_opt();
   const bool same_dtype = !dtype || *dtype == self.dtype();
   const bool same_device = !device || *device == self.device();
+  STRATA_CHECK(!options.requires_grad(), "[to] to(options) doesn't support converting to a different requires_grad; "
+               "call requires_grad_() on the result");
   Tensor result = self;
   if (!same_dtype || !same_device || copy) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
     result = op.call(self, dtype, device, false);
   }
-  if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
 

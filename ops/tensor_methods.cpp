@@ -5,6 +5,12 @@
 namespace strata {
 
 Tensor Tensor::to(const TensorOptions& options, bool copy) const { return strata::to(*this, options, copy); }
+Tensor Tensor::to(const Tensor& other, bool copy) const {
+  return strata::to(*this, TensorOptions().dtype(other.dtype()).device(other.device()), copy);
+}
+Tensor Tensor::to(Device device, ScalarType dtype, bool copy) const {
+  return strata::to(*this, TensorOptions().dtype(dtype).device(device), copy);
+}
 Tensor Tensor::cpu() const { return strata::to(*this, TensorOptions(Device(kCPU))); }
 Tensor Tensor::cuda() const { return strata::to(*this, TensorOptions(Device(kCUDA))); }
 Tensor Tensor::contiguous() const { return strata::contiguous(*this); }

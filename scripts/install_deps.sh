@@ -4,7 +4,7 @@
 # --ci adds what the reliability jobs in .ci/run need: clang with its libFuzzer and sanitizer
 # runtimes (the fuzz targets).
 set -euo pipefail
-packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev
+packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev libdlpack-dev
           dataset-fashion-mnist)  # the flagship sample's data, under /usr/share/datasets
 for arg in "$@"; do
   case "$arg" in

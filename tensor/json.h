@@ -1,6 +1,7 @@
 #pragma once
 // A minimal JSON reader and string escaper for file headers (safetensors). Not a general JSON
 // library: numbers keep their text, and objects keep their keys in order and reject duplicates.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,9 +33,14 @@ struct JsonMember {
   JsonValue value;
 };
 
+// The most members one object may have by default (safetensors headers: tensors + metadata).
+inline constexpr size_t kMaxJsonObjectMembers = 1'000'000;
+
 // Parses one JSON value (surrounding whitespace allowed). Throws ValueError whose message is
-// `context` followed by what is wrong and the byte offset.
-JsonValue parse_json(std::string_view text, const std::string& context);
+// `context` followed by what is wrong and the byte offset; an object with more than
+// `max_object_members` members is rejected, naming the limit.
+JsonValue parse_json(std::string_view text, const std::string& context,
+                     size_t max_object_members = kMaxJsonObjectMembers);
 
 // `value` as a JSON string literal, quotes included.
 std::string json_quote(std::string_view value);

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <mutex>
 
@@ -30,11 +31,23 @@ struct ParallelChunkScope {
 };
 }  // namespace
 
-int get_num_threads() { return omp_get_max_threads(); }
+// Note [Process-wide thread count]
+// omp_set_num_threads sets an ICV of the calling thread only: a thread started afterwards
+// would still see OpenMP's default. set_num_threads is process-wide as in LibTorch, so the count
+// lives in an atomic (0 until set) and parallel_for passes it to each region it opens.
+namespace {
+std::atomic<int> configured_thread_count{0};
+}  // namespace
+
+int get_num_threads() {
+  int configured = configured_thread_count.load(std::memory_order_relaxed);
+  return configured > 0 ? configured : omp_get_max_threads();
+}
 
 void set_num_threads(int count) {
   STRATA_CHECK_VALUE(count >= 1, "[set_num_threads] expected a positive number of threads, got ", count);
-  omp_set_num_threads(count);
+  configured_thread_count.store(count, std::memory_order_relaxed);
+  omp_set_num_threads(count);  // for OpenMP regions outside parallel_for on this thread
 }
 
 bool in_parallel_region() { return in_parallel_chunk || omp_in_parallel(); }
@@ -44,7 +57,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   if (begin >= end) return;
   int64_t range = end - begin;
   int64_t chunks_of_a_grain = range / std::max<int64_t>(grain, 1);
-  int64_t max_threads = omp_get_max_threads();
+  int64_t max_threads = get_num_threads();  // See Note [Process-wide thread count]
   if (chunks_of_a_grain < 2 || max_threads < 2 || in_parallel_region()) {
     fn(begin, end);
     return;

@@ -28,6 +28,8 @@ std::string_view repr_dtype_name(ScalarType type) {
   switch (type) {
     case kBool: return "bool";
     case kUInt8: return "uint8";
+    case kInt8: return "int8";
+    case kInt16: return "int16";
     case kInt32: return "int32";
     case kInt64: return "int64";
     case kFloat16: return "float16";

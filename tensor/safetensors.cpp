@@ -18,6 +18,8 @@ std::string_view safetensors_dtype_name(ScalarType dtype) {
   switch (dtype) {
     case kBool: return "BOOL";
     case kUInt8: return "U8";
+    case kInt8: return "I8";
+    case kInt16: return "I16";
     case kInt32: return "I32";
     case kInt64: return "I64";
     case kFloat16: return "F16";
@@ -29,7 +31,7 @@ std::string_view safetensors_dtype_name(ScalarType dtype) {
 }
 
 std::optional<ScalarType> safetensors_dtype(std::string_view name) {
-  for (ScalarType dtype : {kBool, kUInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64})
+  for (ScalarType dtype : {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64})
     if (safetensors_dtype_name(dtype) == name) return dtype;
   return std::nullopt;
 }
@@ -62,7 +64,7 @@ class HeaderReader {
     if (!dtype->is_string()) fail("the dtype of tensor '", name, "' is not a string");
     std::optional<ScalarType> scalar_type = safetensors_dtype(dtype->text);
     if (!scalar_type)
-      fail("unknown dtype '", dtype->text, "' for tensor '", name, "' (supported: BOOL U8 I32 I64 F16 BF16 F32 F64)");
+      fail("unknown dtype '", dtype->text, "' for tensor '", name, "' (supported: BOOL U8 I8 I16 I32 I64 F16 BF16 F32 F64)");
 
     Entry entry{name, *scalar_type, {}, 0, 0};
     if (!shape->is_array()) fail("the shape of tensor '", name, "' is not an array");

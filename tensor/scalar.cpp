@@ -9,9 +9,17 @@
 
 namespace strata {
 
+// Note [Unsigned 64-bit Scalars]
+// As in recent LibTorch (its HAS_u tag), a uint64_t above INT64_MAX keeps its value instead of
+// wrapping to a negative int64: full({1}, UINT64_MAX, kFloat64) holds 1.8446744073709552e19.
+// Such a Scalar is Integral with is_uint64(); it fits only 64-bit unsigned types, so to<int64_t>()
+// and to_long() throw the usual overflow error, and to_double() rounds to the nearest double.
+// Every other integer, unsigned ones included, is held as int64.
+
 Scalar Scalar::operator-() const {
   STRATA_CHECK_TYPE(kind_ != Kind::Bool, "[neg] negating a bool Scalar is not supported; use logical_not");
   if (kind_ == Kind::Floating) return Scalar(-value_.d);
+  if (is_uint64_) return Scalar(-static_cast<double>(value_.u));  // below INT64_MIN: no int64 holds it
   // Two's complement wrap (like int64 tensors) instead of undefined behaviour at INT64_MIN.
   return Scalar(static_cast<int64_t>(0ull - static_cast<uint64_t>(value_.i)));
 }
@@ -21,7 +29,14 @@ Scalar Scalar::operator-() const {
 // and NaN equals nothing. An integer and a double are equal only when the double holds exactly
 // that integer (no rounding of large int64 values through double).
 bool Scalar::operator==(const Scalar& other) const {
-  if (kind_ != Kind::Floating && other.kind_ != Kind::Floating) return value_.i == other.value_.i;
+  if (kind_ != Kind::Floating && other.kind_ != Kind::Floating)
+    return is_uint64_ == other.is_uint64_ && value_.i == other.value_.i;  // same bits, same range
+  if (is_uint64_ || other.is_uint64_) {
+    const double floating = is_uint64_ ? other.value_.d : value_.d;
+    const uint64_t integral = is_uint64_ ? value_.u : other.value_.u;
+    if (!(floating >= 9223372036854775808.0 && floating < 18446744073709551616.0)) return false;
+    return std::trunc(floating) == floating && static_cast<uint64_t>(floating) == integral;
+  }
   if (kind_ == Kind::Floating && other.kind_ == Kind::Floating) return value_.d == other.value_.d;
   double floating = kind_ == Kind::Floating ? value_.d : other.value_.d;
   int64_t integral = kind_ == Kind::Floating ? other.value_.i : value_.i;
@@ -52,7 +67,8 @@ void write_python_float(std::ostream& out, double value) {
 std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {
   switch (scalar.kind()) {
     case Scalar::Kind::Bool: return out << (scalar.to_bool() ? "True" : "False");
-    case Scalar::Kind::Integral: return out << scalar.to_long();
+    case Scalar::Kind::Integral:
+      return scalar.is_uint64() ? out << scalar.to<uint64_t>() : out << scalar.to_long();
     case Scalar::Kind::Floating: write_python_float(out, scalar.to_double()); return out;
   }
   return out;

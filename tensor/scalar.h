@@ -1,5 +1,6 @@
 #pragma once
-// A number of any dtype, carried without a tensor: double, int64 or bool.
+// A number of any dtype, carried without a tensor: double, int64, uint64 (above int64's range
+// only) or bool. See Note [Unsigned 64-bit Scalars].
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -21,6 +22,13 @@ class Scalar {
   template <std::integral T>
     requires(!std::is_same_v<T, bool>)
   Scalar(T value) : kind_(Kind::Integral) {  // NOLINT
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) == sizeof(uint64_t)) {
+      if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        is_uint64_ = true;
+        value_.u = value;
+        return;
+      }
+    }
     value_.i = static_cast<int64_t>(value);
   }
   template <std::floating_point T>
@@ -36,9 +44,17 @@ class Scalar {
     return kind_ == Kind::Integral || (include_bool && kind_ == Kind::Bool);
   }
   bool is_bool() const { return kind_ == Kind::Bool; }
+  // An Integral value above int64's range, held as uint64 (LibTorch's HAS_u).
+  bool is_uint64() const { return is_uint64_; }
 
-  double to_double() const { return kind_ == Kind::Floating ? value_.d : static_cast<double>(value_.i); }
-  int64_t to_long() const { return kind_ == Kind::Floating ? static_cast<int64_t>(value_.d) : value_.i; }
+  double to_double() const {
+    return kind_ == Kind::Floating ? value_.d : is_uint64_ ? static_cast<double>(value_.u) : static_cast<double>(value_.i);
+  }
+  // Truncates a double toward zero; throws ValueError for a uint64 value int64 cannot hold.
+  int64_t to_long() const {
+    if (is_uint64_) [[unlikely]] throw_does_not_fit("Scalar.to_long", "Int64");
+    return kind_ == Kind::Floating ? static_cast<int64_t>(value_.d) : value_.i;
+  }
   bool to_bool() const { return kind_ == Kind::Floating ? value_.d != 0.0 : value_.i != 0; }
 
   // Whether to<T>() keeps this value: always for bool and floating T; for an integral T, when the
@@ -54,6 +70,7 @@ class Scalar {
         const double d = value_.d;  // NaN fails both comparisons
         return std::is_signed_v<T> ? d >= -limit && d < limit : d > -1.0 && d < limit;
       }
+      if (is_uint64_) return std::is_unsigned_v<T> && sizeof(T) == sizeof(uint64_t);
       if constexpr (std::is_signed_v<T>) {
         return value_.i >= std::numeric_limits<T>::min() && value_.i <= std::numeric_limits<T>::max();
       } else if constexpr (sizeof(T) == sizeof(int64_t)) {
@@ -76,6 +93,7 @@ class Scalar {
       return static_cast<T>(to_double());
     } else {
       if (!fits<T>()) [[unlikely]] throw_does_not_fit(op, integral_name<T>());
+      if (is_uint64_) return static_cast<T>(value_.u);
       return kind_ == Kind::Floating ? static_cast<T>(value_.d) : static_cast<T>(value_.i);
     }
   }
@@ -90,9 +108,9 @@ class Scalar {
     else return bytes == 1 ? "UInt8" : bytes == 2 ? "UInt16" : bytes == 4 ? "UInt32" : "UInt64";
   }
 
-  // The dtype a tensor made from this value gets by default: kBool, kInt64 or kFloat32.
+  // The dtype a tensor made from this value gets by default: kBool, kInt64 or get_default_dtype().
   ScalarType default_dtype() const {
-    return kind_ == Kind::Bool ? kBool : kind_ == Kind::Integral ? kInt64 : kFloat32;
+    return kind_ == Kind::Bool ? kBool : kind_ == Kind::Integral ? kInt64 : get_default_dtype();
   }
 
   Scalar operator-() const;
@@ -100,9 +118,11 @@ class Scalar {
 
  private:
   Kind kind_;
+  bool is_uint64_ = false;  // Integral only: value_.u holds a value above INT64_MAX
   union {
     double d;
     int64_t i;
+    uint64_t u;
   } value_;
 };
 

@@ -5,7 +5,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -17,26 +16,6 @@ namespace strata {
 static_assert(std::endian::native == std::endian::little, "strata's file formats assume a little-endian host");
 
 namespace detail {
-
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw_error<ValueError>("[", op, "] cannot open '", path, "': ", std::strerror(errno));
-  std::streamoff size = file.tellg();
-  if (size < 0) throw_error<ValueError>("[", op, "] cannot read the size of '", path, "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  file.seekg(0);
-  if (!file.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw_error<ValueError>("[", op, "] cannot read '", path, "'");
-  return bytes;
-}
-
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes, const char* op) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw_error<ValueError>("[", op, "] cannot open '", path, "' for writing: ", std::strerror(errno));
-  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  file.flush();
-  if (!file) throw_error<ValueError>("[", op, "] cannot write '", path, "'");
-}
 
 Tensor contiguous_cpu(const Tensor& tensor) {
   Tensor values = tensor.detach();
@@ -71,6 +50,8 @@ std::string_view npy_descr(ScalarType dtype) {
   switch (dtype) {
     case kBool: return "|b1";
     case kUInt8: return "|u1";
+    case kInt8: return "|i1";
+    case kInt16: return "<i2";
     case kInt32: return "<i4";
     case kInt64: return "<i8";
     case kFloat16: return "<f2";
@@ -212,6 +193,8 @@ NpyDtype parse_npy_descr(const std::string& descr, const std::string& context) {
     std::optional<ScalarType> dtype;
     if (code == "b1") dtype = kBool;
     else if (code == "u1") dtype = kUInt8;
+    else if (code == "i1") dtype = kInt8;
+    else if (code == "i2") dtype = kInt16;
     else if (code == "i4") dtype = kInt32;
     else if (code == "i8") dtype = kInt64;
     else if (code == "f2") dtype = kFloat16;
@@ -224,7 +207,7 @@ NpyDtype parse_npy_descr(const std::string& descr, const std::string& context) {
     }
   }
   detail::throw_error<ValueError>(context, "unsupported descr '", descr,
-                                  "' (supported: b1 u1 i4 i8 f2 f4 f8, little- or big-endian)");
+                                  "' (supported: b1 u1 i1 i2 i4 i8 f2 f4 f8, little- or big-endian)");
 }
 
 int64_t checked_numel(const std::vector<int64_t>& shape, int64_t item_size, const std::string& context) {

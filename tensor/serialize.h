@@ -2,7 +2,8 @@
 // Tensors to and from files: NumPy's .npy format and Hugging Face's safetensors format.
 // Loaders validate every field and throw ValueError ("[load_npy] ..." or "[load_safetensors] ...",
 // naming the file and the fault) for malformed input; they never read outside the given bytes.
-// The *_bytes variants work on memory and take a `source` name for messages.
+// The *_bytes variants work on memory and take a `source` name for messages. Savers replace a
+// file only once the new one is complete (detail::write_file_atomically in file_io.h).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,12 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include <strata/tensor/file_io.h>
 #include <strata/tensor/tensor.h>
 
 namespace strata {
 
 // .npy: writes version 1.0 (little-endian, C order, data 64-byte aligned). Reads versions 1.0,
-// 2.0 and 3.0, descrs b1 u1 i4 i8 f2 f4 f8 in either byte order, and Fortran order.
+// 2.0 and 3.0, descrs b1 u1 i1 i2 i4 i8 f2 f4 f8 in either byte order, and Fortran order.
 // BFloat16 has no NumPy dtype: save_npy throws TypeError for it (use safetensors).
 void save_npy(const std::string& path, const Tensor& tensor);
 Tensor load_npy(const std::string& path);
@@ -24,7 +26,7 @@ std::vector<uint8_t> save_npy_bytes(const Tensor& tensor);
 Tensor load_npy_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
 
 // safetensors: tensors in sorted name order, little-endian, C order; header padded with spaces
-// to 8 bytes. Dtypes BOOL U8 I32 I64 F16 BF16 F32 F64. Optional "__metadata__" string map.
+// to 8 bytes. Dtypes BOOL U8 I8 I16 I32 I64 F16 BF16 F32 F64. Optional "__metadata__" string map.
 using SafetensorsMetadata = std::map<std::string, std::string>;
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const SafetensorsMetadata& metadata = {});
@@ -38,9 +40,6 @@ std::map<std::string, Tensor> load_safetensors_bytes(std::span<const uint8_t> by
                                                      SafetensorsMetadata* metadata = nullptr);
 
 namespace detail {
-// Whole-file reads and writes; errors name `op` and the path.
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op);
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes, const char* op);
 // A contiguous CPU copy of `tensor`'s values (no autograd history).
 Tensor contiguous_cpu(const Tensor& tensor);
 // numel * item_size for `shape`, or nullopt when that, or the product of the shape's nonzero

@@ -46,6 +46,26 @@ Scalar Tensor::item() const {
   return visit_dtype(impl->dtype(), [&]<class T>() { return Scalar(*static_cast<const T*>(data)); });
 }
 
+// Note [data and set_data]
+// data() is detach() under LibTorch's other name: a new handle on the same storage and geometry
+// with no autograd state. One difference from LibTorch: strata keeps the version counter in the
+// storage, so in-place changes through data() are seen by saved-tensor checks (LibTorch's data()
+// gets a fresh counter). set_data swaps the TensorImpl's storage, dtype and geometry in place,
+// so every handle to this tensor (and its autograd meta, grad, hooks) sees the new data, as
+// LibTorch's does: `param.set_data(param.data().to(kFloat64))`.
+Tensor Tensor::data() const { return detach(); }
+
+void Tensor::set_data(const Tensor& new_data) const {
+  TensorImpl* impl = checked_impl();
+  STRATA_CHECK_VALUE(new_data.defined(), "[set_data] new_data is undefined");
+  STRATA_CHECK_TYPE(impl->device().is_meta() == new_data.is_meta(), "[set_data] the tensor (", impl->device(),
+                    ") and new_data (", new_data.device(), ") have incompatible tensor types: Meta mixes with no device");
+  STRATA_CHECK_TYPE(!requires_grad() || strata::is_floating_point(new_data.dtype()),
+                    "[set_data] data set to a tensor that requires gradients must be floating point, got ",
+                    new_data.dtype());
+  impl->set_data_from(*new_data.impl());
+}
+
 void Tensor::throw_undefined() {
   detail::throw_error<Error>("[Tensor] called a method on an undefined tensor");
 }
@@ -65,22 +85,44 @@ Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options) {
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
-  int64_t numel = checked_numel(sizes, "from_blob");
-  STRATA_CHECK_VALUE(sizes.size() == strides.size(), "[from_blob] got ", sizes.size(), " sizes ", sizes, " but ",
-                     strides.size(), " strides ", strides);
-  for (int64_t stride : strides)
-    STRATA_CHECK_VALUE(stride >= 0, "[from_blob] strides must be non-negative, got ", strides);
+  return from_blob(data, sizes, strides, std::function<void(void*)>(), options);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, const std::function<void(void*)>& deleter, TensorOptions options) {
+  return from_blob(data, sizes, contiguous_strides(sizes), deleter, options);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const std::function<void(void*)>& deleter,
+                 TensorOptions options) {
   Device device = options.device();
   STRATA_CHECK_VALUE(device.is_cpu(), "[from_blob] only CPU memory can be wrapped, got device ", device);
-  STRATA_CHECK_VALUE(data != nullptr || numel == 0, "[from_blob] data is null but size ", sizes, " has ", numel,
-                     " elements");
-  ScalarType dtype = options.dtype();
-  size_t nbytes = spanned_bytes(sizes, strides, dtype, numel);
-  auto storage = make_intrusive<StorageImpl>(data, nbytes, device, std::function<void(void*)>());
-  Tensor result = Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides));
+  Tensor result = detail::wrap_external(data, sizes, strides, options.dtype(), device, deleter, "from_blob");
   if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
+
+namespace detail {
+
+// Note [External memory]
+// from_blob and from_dlpack wrap memory strata does not own in a StorageImpl built with its
+// external-memory constructor, whose `on_release` runs exactly once, when the last tensor or
+// view sharing the storage dies. Every check runs before the storage exists, so a call that
+// throws never calls the deleter: the caller still owns the memory.
+Tensor wrap_external(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device,
+                     std::function<void(void*)> deleter, const char* op) {
+  int64_t numel = checked_numel(sizes, op);
+  STRATA_CHECK_VALUE(sizes.size() == strides.size(), "[", op, "] got ", sizes.size(), " sizes ", sizes, " but ",
+                     strides.size(), " strides ", strides);
+  for (int64_t stride : strides)
+    STRATA_CHECK_VALUE(stride >= 0, "[", op, "] strides must be non-negative, got ", strides);
+  STRATA_CHECK_VALUE(data != nullptr || numel == 0, "[", op, "] data is null but size ", sizes, " has ", numel,
+                     " elements");
+  size_t nbytes = spanned_bytes(sizes, strides, dtype, numel);
+  auto storage = make_intrusive<StorageImpl>(data, nbytes, device, std::move(deleter));
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides));
+}
+
+}  // namespace detail
 
 namespace detail {
 

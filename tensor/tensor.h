@@ -80,12 +80,21 @@ class Tensor {
   Tensor cuda() const;
   Tensor contiguous() const;
   Tensor clone() const;
+  Tensor to(const Tensor& other, bool copy = false) const;  // other's dtype and device
+  Tensor to(Device device, ScalarType dtype, bool copy = false) const;
   const Tensor& copy_(const Tensor& src) const;
   Tensor detach() const;
   // Whether a view op made this tensor, and the root tensor it views (undefined otherwise);
   // a view of a view has the root as its base. See Note [Views and their base].
   bool is_view() const { return checked_impl()->view_base() != nullptr; }
   Tensor _base() const;
+  // LibTorch's variable.data(): an alias of the same storage and geometry without autograd
+  // history (requires_grad false). See Note [data and set_data] in tensor.cpp.
+  Tensor data() const;
+  // Makes this tensor use new_data's storage, dtype and geometry, keeping its autograd identity
+  // (requires_grad, grad, hooks: the same leaf). Throws for an undefined new_data, for mixing
+  // Meta with real devices, and for a non-floating new_data when this tensor requires grad.
+  void set_data(const Tensor& new_data) const;
 
   // Views.
   Tensor view(IntArrayRef sizes) const;
@@ -260,10 +269,19 @@ std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 // Wraps memory the caller owns: no copy, no ownership (the memory must outlive the tensor).
 Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options = {});
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
+// Wraps memory and takes it over: deleter(data) runs exactly once, when the storage dies (the
+// last tensor or view sharing it is destroyed). Not called when from_blob throws.
+Tensor from_blob(void* data, IntArrayRef sizes, const std::function<void(void*)>& deleter, TensorOptions options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const std::function<void(void*)>& deleter,
+                 TensorOptions options = {});
 
 namespace detail {
 // A new tensor with fresh storage and contiguous strides (no dispatch; for kernels).
 Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device);
+// A tensor over external memory on any device (from_blob, from_dlpack); `deleter` (may be
+// empty) runs once when the storage dies. See Note [External memory] in tensor.cpp.
+Tensor wrap_external(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device,
+                     std::function<void(void*)> deleter, const char* op);
 // A tensor sharing `base`'s storage with new geometry (for view kernels); it records base's
 // root as its view base (Note [Views and their base]).
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);

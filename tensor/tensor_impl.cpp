@@ -20,6 +20,19 @@ TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, Int
 
 TensorImpl::~TensorImpl() = default;
 
+void TensorImpl::set_data_from(const TensorImpl& other) {
+  const bool has_autograd = key_set_.has(DispatchKey::Autograd);
+  storage_ = other.storage_;
+  dtype_ = other.dtype_;
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  storage_offset_ = other.storage_offset_;
+  numel_ = other.numel_;
+  is_contiguous_ = other.is_contiguous_;
+  key_set_ = DispatchKeySet(backend_key(storage_->device().type()));
+  if (has_autograd) key_set_ = key_set_.add(DispatchKey::Autograd);
+}
+
 void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   STRATA_CHECK_VALUE(sizes.size() == strides.size(), "[TensorImpl] got ", sizes.size(), " sizes ", sizes,
                      " but ", strides.size(), " strides ", strides);

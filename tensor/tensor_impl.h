@@ -51,6 +51,9 @@ class TensorImpl : public RefCounted {
   }
 
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+  // Takes `other`'s storage, dtype and geometry, keeping this tensor's autograd state and
+  // whether it carries the Autograd key (Tensor::set_data).
+  void set_data_from(const TensorImpl& other);
   void set_sizes_contiguous(IntArrayRef sizes);
 
   uint32_t version() const { return storage_->version(); }

@@ -7,7 +7,7 @@
 namespace strata {
 
 // What a new tensor should be: dtype, device, requires_grad. Unset fields take defaults
-// (dtype from the values or kFloat32, device kCPU, no grad).
+// (dtype from the values or get_default_dtype(), device kCPU, no grad).
 class TensorOptions {
  public:
   TensorOptions() = default;
@@ -32,7 +32,7 @@ class TensorOptions {
     return copy;
   }
 
-  ScalarType dtype() const { return dtype_.value_or(kFloat32); }
+  ScalarType dtype() const { return dtype_.value_or(get_default_dtype()); }
   Device device() const { return device_.value_or(Device(kCPU)); }
   bool requires_grad() const { return requires_grad_; }
   bool has_dtype() const { return dtype_.has_value(); }

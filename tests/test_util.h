@@ -2,7 +2,14 @@
 // Shared test helpers.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -26,6 +33,39 @@ std::string expect_error(Fn&& fn, std::string_view prefix, std::initializer_list
   }
   FAIL("did not throw; expected a message starting with " << prefix);
   return {};
+}
+
+// Limits the size of files this process writes (RLIMIT_FSIZE, soft limit) with SIGXFSZ ignored,
+// so a write past the limit fails with EFBIG instead of killing the process; restores both.
+struct FileSizeLimitScope {
+  rlimit previous_limit{};
+  void (*previous_handler)(int) = SIG_DFL;
+  explicit FileSizeLimitScope(rlim_t bytes) {
+    previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &previous_limit);
+    rlimit limited = previous_limit;
+    limited.rlim_cur = bytes;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  }
+  ~FileSizeLimitScope() {
+    setrlimit(RLIMIT_FSIZE, &previous_limit);
+    std::signal(SIGXFSZ, previous_handler);
+  }
+};
+
+inline std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// Names in `folder` that start with `prefix` (to find leftover temporary files).
+inline std::vector<std::string> files_starting_with(const std::filesystem::path& folder, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace strata::testing

@@ -174,9 +174,10 @@ TEST_CASE("data: read_idx reads hand-made IDX files, plain and gzip") {
   CHECK(int64_values(data::read_idx(path + ".gz")) == int64_values(t));
 
   Tensor i16 = data::read_idx_bytes(Bytes{0, 0, 0x0B, 1, 0, 0, 0, 2, 0xff, 0xfe, 0x01, 0x00});
-  CHECK(i16.dtype() == kInt32);
+  CHECK(i16.dtype() == kInt16);
   CHECK(int64_values(i16) == std::vector<int64_t>{-2, 256});
   Tensor i8 = data::read_idx_bytes(Bytes{0, 0, 0x09, 1, 0, 0, 0, 2, 0x80, 0x7f});
+  CHECK(i8.dtype() == kInt8);
   CHECK(int64_values(i8) == std::vector<int64_t>{-128, 127});
   Tensor i32 = data::read_idx_bytes(Bytes{0, 0, 0x0C, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfb});
   CHECK(int64_values(i32) == std::vector<int64_t>{-5});
@@ -260,4 +261,12 @@ TEST_CASE("data: load_digits reads the bundled UCI digits" * doctest::skip(find_
   CHECK(std::set<int64_t>(labels.begin(), labels.end()).size() == 10);
   CHECK(labels[0] == 0);
   CHECK(labels[1] == 1);
+}
+
+TEST_CASE("data: readers given a directory throw naming the path") {
+  std::string directory = std::filesystem::temp_directory_path().string();
+  expect_error<ValueError>([&] { (void)data::read_idx(directory); }, "[read_idx] cannot read '" + directory + "'",
+                           {"directory"});
+  expect_error<ValueError>([&] { (void)data::read_csv(directory); }, "[read_csv] cannot read '" + directory + "'",
+                           {"directory"});
 }

@@ -137,3 +137,23 @@ TEST_CASE("progress: LossCurve writes an SVG chart with loss and accuracy lines"
   CHECK(count_of(one_point, "<polyline") == 1);
   CHECK(LossCurve().to_svg().find("<svg") == 0);
 }
+
+TEST_CASE("progress: a LossCurve write that fails keeps the previous file") {
+  auto folder = std::filesystem::temp_directory_path() / "strata_test_progress_torn";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  std::string path = (folder / "curve.csv").string();
+  LossCurve small;
+  small.record(0, 0, 1.0);
+  small.write_csv(path);
+  auto previous = strata::testing::file_bytes(path);
+  LossCurve large;
+  for (int step = 0; step < 10'000; ++step) large.record(step, 0, 1.0 / (step + 3), 0.5);
+  {
+    strata::testing::FileSizeLimitScope limit(64 * 1024);
+    strata::testing::expect_error<ValueError>([&] { large.write_csv(path); }, "[LossCurve::write_csv] cannot write");
+    strata::testing::expect_error<ValueError>([&] { large.write_svg(path); }, "[LossCurve::write_svg] cannot write");
+  }
+  CHECK(strata::testing::file_bytes(path) == previous);
+  CHECK(strata::testing::files_starting_with(folder, "curve").size() == 1);
+}

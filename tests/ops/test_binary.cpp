@@ -119,3 +119,12 @@ TEST_CASE("maximum and minimum: gradients go to the picked operand; ties split e
   check_values(x.grad(), {3}, kFloat64, {0.5, 1, 0});
   check_values(y.grad(), {3}, kFloat64, {0.5, 0, 1});
 }
+
+TEST_CASE("binary: maximum, minimum and pow on int8 and int16") {
+  Tensor i8 = tensor({int8_t{-3}, int8_t{4}});
+  Tensor i16 = tensor({int16_t{-300}, int16_t{300}});
+  check_values(maximum(i8, i16), {2}, kInt16, {-3, 300});
+  check_values(minimum(i8, i8.neg()), {2}, kInt8, {-3, -4});
+  check_values(pow(i8, 2), {2}, kInt8, {9, 16});
+  check_values(pow(i16, tensor({int8_t{1}, int8_t{2}})), {2}, kInt16, {-300, 90000 - 65536});  // wraps
+}

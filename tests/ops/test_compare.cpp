@@ -151,3 +151,14 @@ TEST_CASE("logical_not: zero is false, everything else (NaN too) is true") {
   check_values(logical_not(zeros({0})), {0}, kBool, {});
   check_meta_matches(logical_not(ones({2}, TensorOptions(kInt64).device(kMeta))), logical_not(ones({2}, kInt64)));
 }
+
+TEST_CASE("compare: int8 and int16 inputs compare by value and promote in where") {
+  using strata::testing::check_values;
+  Tensor i8 = tensor({int8_t{-1}, int8_t{0}, int8_t{100}});
+  Tensor i16 = tensor({int16_t{-1}, int16_t{256}, int16_t{100}});
+  check_values(eq(i8, i16), {3}, kBool, {1, 0, 1});
+  check_values(lt(i8, i16), {3}, kBool, {0, 1, 0});
+  check_values(gt(i16, 255), {3}, kBool, {0, 1, 0});
+  check_values(logical_not(i8), {3}, kBool, {0, 1, 0});
+  check_values(where(eq(i8, i16), i8, i16), {3}, kInt16, {-1, 256, 100});
+}

@@ -170,3 +170,11 @@ TEST_CASE("max_pool2d: a stride past the input with ceil_mode is one window") {
   CHECK(pooled.sizes() == IntArrayRef{1, 1, 1, 4});
   check_values(pooled, {1, 1, 1, 4}, kFloat32, {6, 7, 8, 9});
 }
+
+TEST_CASE("conv: max_pool2d takes int8 and int16; conv2d refuses them like other integers") {
+  Tensor pooled = max_pool2d(tensor({{int16_t{-300}, int16_t{7}}, {int16_t{2}, int16_t{-1}}}).view({1, 1, 2, 2}), {2, 2});
+  CHECK(pooled.dtype() == kInt16);
+  CHECK(pooled.sum().item<int64_t>() == 7);
+  CHECK(max_pool2d(full({1, 1, 2, 2}, -5, kInt8), {2, 2}).sum().item<int64_t>() == -5);
+  CHECK_THROWS_AS((void)conv2d(zeros({1, 1, 3, 3}, kInt8), zeros({1, 1, 2, 2}, kInt8)), Error);
+}

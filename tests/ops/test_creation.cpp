@@ -77,6 +77,30 @@ TEST_CASE("arange: errors") {
   expect_error<ValueError>([] { (void)arange(5, 0, 1, kMeta); }, "[arange]");
 }
 
+TEST_CASE("full: a uint64_t value above int64's range keeps its value") {
+  constexpr uint64_t largest = std::numeric_limits<uint64_t>::max();
+  CHECK(full({1}, largest, kFloat64).item<double>() == 18446744073709551615.0);
+  CHECK(full({1}, uint64_t{1} << 63, kFloat32).item<double>() == 9223372036854775808.0);
+  expect_error<ValueError>([] { (void)full({1}, largest); }, "[full] value 18446744073709551615", {"Int64"});
+  expect_error<ValueError>([] { (void)full({1}, largest, kUInt8); }, "[full]", {"UInt8"});
+}
+
+TEST_CASE("arange: lengths near the int64 limits are exact") {
+  constexpr int64_t lowest = std::numeric_limits<int64_t>::min(), highest = std::numeric_limits<int64_t>::max();
+  Tensor extremes = arange(lowest, highest, highest);
+  REQUIRE(extremes.numel() == 3);
+  CHECK(extremes.select(0, 0).item<int64_t>() == lowest);
+  CHECK(extremes.select(0, 1).item<int64_t>() == -1);
+  CHECK(extremes.select(0, 2).item<int64_t>() == highest - 1);
+  Tensor wide = arange(-5, highest, int64_t{1} << 62);  // -5, 2^62 - 5, 2^63 - 5
+  REQUIRE(wide.numel() == 3);
+  CHECK(wide.select(0, 1).item<int64_t>() == (int64_t{1} << 62) - 5);
+  CHECK(wide.select(0, 2).item<int64_t>() == highest - 4);
+  CHECK(arange(lowest, highest, highest, kMeta).numel() == 3);
+  expect_error<ValueError>([] { (void)arange(lowest, highest); }, "[arange]", {"too large"});
+  expect_error<ValueError>([] { (void)arange(lowest, highest, 1, kMeta); }, "[arange]", {"too large"});
+}
+
 TEST_CASE("rand and randn: ranges, dtypes, reproducibility") {
   manual_seed(42);
   Tensor u = rand({1000});
@@ -125,16 +149,70 @@ TEST_CASE("like: options default to the tensor's") {
   expect_error<TypeError>([&] { (void)rand_like(source); }, "[rand]");
 }
 
+TEST_CASE("tensor: a single value is 0-d, with the literal dtype rule") {
+  check_values(tensor(3.5), {}, kFloat32, {3.5});
+  check_values(tensor(7), {}, kInt64, {7});
+  check_values(tensor(true), {}, kBool, {1});
+  check_values(tensor(2.5f, kFloat64), {}, kFloat64, {2.5});
+  check_values(tensor(int8_t{-3}), {}, kInt8, {-3});  // narrow integer types keep their dtype, as in LibTorch
+}
+
+TEST_CASE("tensor: nested initializer lists give 2-d and 3-d tensors; ragged lists throw") {
+  check_values(tensor({{1, 2}, {3, 4}}), {2, 2}, kInt64, {1, 2, 3, 4});
+  check_values(tensor({{1.5, 2.5, 3.5}}), {1, 3}, kFloat32, {1.5, 2.5, 3.5});
+  check_values(tensor({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}, {{9, 10}, {11, 12}}}, kFloat64), {3, 2, 2}, kFloat64,
+               {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  check_values(tensor({{true}, {false}}), {2, 1}, kBool, {1, 0});
+  expect_error<ValueError>([] { (void)tensor({{1, 2}, {3}}); }, "[tensor] ragged nested list: expected 2",
+                           {"got 1"});
+  expect_error<ValueError>([] { (void)tensor({{{1, 2}}, {{3, 4}, {5, 6}}}); }, "[tensor] ragged nested list");
+  expect_error<ValueError>([] { (void)tensor({{{1, 2}, {3}}}); }, "[tensor] ragged nested list");
+}
+
+TEST_CASE("tensor: a std::vector keeps its element type's dtype") {
+  CHECK(tensor(std::vector<int>{1, 2}).dtype() == kInt32);
+  CHECK(tensor(std::vector<double>{1, 2}).dtype() == kFloat64);
+  CHECK(tensor(std::vector<float>{1, 2}).dtype() == kFloat32);
+  CHECK(tensor(std::vector<int64_t>{1, 2}).dtype() == kInt64);
+  CHECK(tensor(std::vector<bool>{true}).dtype() == kBool);
+  CHECK(tensor(std::vector<uint8_t>{1}).dtype() == kUInt8);
+  CHECK(tensor(std::vector<int8_t>{-1}).dtype() == kInt8);
+  CHECK(tensor(std::vector<int16_t>{-1}).dtype() == kInt16);
+  check_values(tensor(std::vector<int16_t>{-300, 300}), {2}, kInt16, {-300, 300});
+  check_values(tensor(std::vector<int>{1, 2, 3, 4}, {2, 2}), {2, 2}, kInt32, {1, 2, 3, 4});
+  check_values(tensor(std::vector<double>{1, 2}, kFloat32), {2}, kFloat32, {1, 2});
+}
+
+TEST_CASE("tensor: set_default_dtype changes what floating literals, full, arange and empty give") {
+  struct DefaultDtypeScope {
+    DefaultDtypeScope() { set_default_dtype(kFloat64); }
+    ~DefaultDtypeScope() { set_default_dtype(kFloat32); }
+  } scope;
+  CHECK(tensor({1.5, 2.5}).dtype() == kFloat64);
+  CHECK(tensor(0.1).item<double>() == 0.1);
+  CHECK(tensor({1, 2}).dtype() == kInt64);
+  CHECK(full({2}, 0.5).dtype() == kFloat64);
+  CHECK(full({2}, 3).dtype() == kInt64);
+  CHECK(arange(0.0, 1.0, 0.5).dtype() == kFloat64);
+  CHECK(arange(3).dtype() == kInt64);
+  CHECK(empty({2}).dtype() == kFloat64);
+  CHECK(zeros({2}).dtype() == kFloat64);
+  CHECK(rand({2}).dtype() == kFloat64);
+  CHECK(linspace(0, 1, 3).dtype() == kFloat64);
+  CHECK(tensor(std::vector<float>{1}).dtype() == kFloat32);  // vectors keep their own type
+}
+
 TEST_CASE("tensor: dtype inference and copies of the values") {
   check_values(tensor({1, 2, 3}), {3}, kInt64, {1, 2, 3});
   check_values(tensor({1.5f, 2.5f}), {2}, kFloat32, {1.5, 2.5});
   check_values(tensor({1.5, 2.5}), {2}, kFloat32, {1.5, 2.5});
   check_values(tensor({true, false}), {2}, kBool, {1, 0});
-  check_values(tensor({short{4}}), {1}, kInt64, {4});
+  check_values(tensor({short{4}}), {1}, kInt16, {4});
+  check_values(tensor({4LL}), {1}, kInt64, {4});
   check_values(tensor({1, 2}, kFloat64), {2}, kFloat64, {1, 2});
-  check_values(tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}), {2, 3}, kFloat32, {1, 2, 3, 4, 5, 6});
+  check_values(tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}), {2, 3}, kFloat64, {1, 2, 3, 4, 5, 6});
   check_values(tensor(std::vector<bool>{true, false, true}, {3}), {3}, kBool, {1, 0, 1});
-  check_values(tensor(std::vector<int64_t>{5}, {}), {}, kInt64, {5});
+  check_values(tensor(std::vector<int64_t>{5}, IntArrayRef{}), {}, kInt64, {5});
   check_values(tensor(std::vector<float>{}, {0, 2}), {0, 2}, kFloat32, {});
   Tensor meta = tensor({1.0f, 2.0f}, kMeta);
   CHECK(meta.is_meta());
@@ -206,4 +284,19 @@ TEST_CASE("randint: integers in [low, high), reproducible under manual_seed") {
   expect_error<ValueError>([] { (void)randint(5, 5, {2}); }, "[randint] low must be less than high, got low=5 and high=5");
   expect_error<ValueError>([] { (void)randint(0, 300, {2}, kUInt8); }, "[randint] value 299 cannot be converted");
   expect_error<ValueError>([] { (void)randint(3, {-1}); }, "[randint]");
+}
+
+TEST_CASE("creation: int8 and int16 in every factory") {
+  check_values(zeros({2}, kInt8), {2}, kInt8, {0, 0});
+  check_values(ones({2}, kInt16), {2}, kInt16, {1, 1});
+  check_values(full({2}, -128, kInt8), {2}, kInt8, {-128, -128});
+  check_values(arange(-2, 2, 1, kInt16), {4}, kInt16, {-2, -1, 0, 1});
+  check_values(eye(2, kInt8), {2, 2}, kInt8, {1, 0, 0, 1});
+  check_values(linspace(-4, 4, 3, kInt16), {3}, kInt16, {-4, 0, 4});
+  Tensor drawn = randint(-5, 5, {100}, kInt8);
+  CHECK(drawn.dtype() == kInt8);
+  CHECK(drawn.min().item<int64_t>() >= -5);
+  CHECK(drawn.max().item<int64_t>() < 5);
+  expect_error<ValueError>([] { (void)full({1}, 128, kInt8); }, "[full] value 128 cannot be converted to type Int8");
+  expect_error<ValueError>([] { (void)full({1}, 40000, kInt16); }, "[full]", {"Int16"});
 }

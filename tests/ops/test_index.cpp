@@ -180,3 +180,11 @@ TEST_CASE("masked_fill: gradients for self and the value") {
   masked_fill(row, mask, 0.0).sum().backward();
   check_values(row.grad(), {3}, kFloat64, {0, 1, 2});
 }
+
+TEST_CASE("index: int8 and int16 values through index_select, gather and masked_fill") {
+  Tensor i8 = tensor({{int8_t{1}, int8_t{-2}}, {int8_t{3}, int8_t{-4}}});
+  check_values(i8.index_select(0, tensor({1, 0})), {2, 2}, kInt8, {3, -4, 1, -2});
+  check_values(i8.to(kInt16).gather(1, tensor({{1}, {0}})), {2, 1}, kInt16, {-2, 3});
+  check_values(i8.masked_fill(lt(i8, 0), 9), {2, 2}, kInt8, {1, 9, 3, 9});
+  expect_error<ValueError>([&] { (void)i8.masked_fill(lt(i8, 0), 300); }, "[masked_fill]", {"Int8"});
+}

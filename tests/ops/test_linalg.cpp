@@ -257,3 +257,11 @@ TEST_CASE("linear: gradients for input, weight and bias, first and second order"
   check_values(w.grad(), {2, 3}, kFloat64, {4, 4, 4, 4, 4, 4});
   check_values(x.grad(), {4, 3}, kFloat64, std::vector<double>(12, 2.0));
 }
+
+TEST_CASE("linalg: int8 and int16 matrix products keep the promoted dtype") {
+  Tensor a = tensor({{int8_t{1}, int8_t{2}}, {int8_t{3}, int8_t{4}}});
+  Tensor b = tensor({{int16_t{100}, int16_t{0}}, {int16_t{0}, int16_t{200}}});
+  check_values(mm(a, a), {2, 2}, kInt8, {7, 10, 15, 22});
+  check_values(matmul(a.to(kInt16), b), {2, 2}, kInt16, {100, 400, 300, 800});
+  check_values(matmul(a, tensor({int8_t{1}, int8_t{1}})), {2}, kInt8, {3, 7});
+}

@@ -192,3 +192,9 @@ TEST_CASE("binary_cross_entropy_with_logits: gradients for every input") {
   check_gradcheck([](const tensor_list& in) { return tensor_list{binary_cross_entropy_with_logits(in[0], in[1])}; },
                   {x, t});
 }
+
+TEST_CASE("loss: int8 and int16 targets are refused by name") {
+  Tensor logits = zeros({2, 3});
+  CHECK_THROWS_AS((void)cross_entropy(logits, tensor({int8_t{0}, int8_t{1}})), Error);
+  CHECK_THROWS_AS((void)nll_loss(logits, tensor({int16_t{0}, int16_t{1}})), Error);
+}

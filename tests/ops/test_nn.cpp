@@ -172,3 +172,10 @@ TEST_CASE("embedding: rows by index, gradients scatter-add into the rows") {
   expect_error<NotImplementedError>([&] { (void)embedding(weight, tensor({0}), -1, false, true); },
                                     "[embedding] sparse gradients are not supported");
 }
+
+TEST_CASE("nn: int8 and int16 indices for embedding are refused by name; softmax takes a dtype") {
+  Tensor weight = arange(6, kFloat32).view({3, 2});
+  strata::testing::expect_error<TypeError>([&] { (void)embedding(weight, tensor({int8_t{1}})); }, "[embedding]",
+                                          {"Int8"});
+  strata::testing::check_values(softmax(tensor({int16_t{0}, int16_t{0}}), 0, kFloat32), {2}, kFloat32, {0.5, 0.5});
+}

@@ -236,3 +236,22 @@ TEST_CASE("broadcast_shapes: rules and message") {
   expect_error<ValueError>([] { (void)broadcast_shapes({2, 3}, {3, 3}, "op"); },
                            "[op] shapes [2, 3] and [3, 3] cannot be broadcast (dimension 0: 2 vs 3)");
 }
+
+TEST_CASE("pointwise: int8 and int16 arithmetic wraps and promotes like PyTorch") {
+  using strata::testing::check_values;
+  Tensor i8 = tensor({int8_t{127}, int8_t{-128}, int8_t{5}});
+  Tensor i16 = tensor({int16_t{1000}, int16_t{-1000}, int16_t{2}});
+  check_values(i8 + tensor({int8_t{1}, int8_t{-1}, int8_t{1}}), {3}, kInt8, {-128, 127, 6});  // wraps
+  check_values(i8 + i16, {3}, kInt16, {1127, -1128, 7});
+  check_values(i8 * tensor({uint8_t{2}, uint8_t{1}, uint8_t{3}}), {3}, kInt16, {254, -128, 15});  // uint8 with int8
+  check_values(i16 - 1, {3}, kInt16, {999, -1001, 1});  // an integer Scalar keeps the tensor's dtype
+  check_values(i8 * 0.5, {3}, kFloat32, {63.5, -64, 2.5});
+  check_values(div(i16, tensor({int16_t{8}, int16_t{8}, int16_t{8}})), {3}, kFloat32, {125, -125, 0.25});
+  check_values(i16 + arange(3, kInt32), {3}, kInt32, {1000, -999, 4});
+  Tensor inplace = i16.clone();
+  inplace.add_(i8);
+  check_values(inplace, {3}, kInt16, {1127, -1128, 7});
+  Tensor narrowed = i8.clone();
+  narrowed.add_(i16);  // int16 may be cast into int8 in place (same category), wrapping, as in PyTorch
+  check_values(narrowed, {3}, kInt8, {1127 - 1024, -1128 + 1024, 7});
+}

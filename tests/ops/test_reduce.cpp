@@ -168,3 +168,11 @@ TEST_CASE("prod: gradients, with and without zeros") {
   };
   check_gradcheck(first, {uniform_input({2, 3}, 7, 0.5, 1.5)});
 }
+
+TEST_CASE("reduce: sums and products of int8 and int16 are int64") {
+  Tensor i8 = tensor({{int8_t{100}, int8_t{100}}, {int8_t{-128}, int8_t{1}}});
+  check_values(i8.sum(), {}, kInt64, {73});
+  check_values(i8.sum({1}), {2}, kInt64, {200, -127});
+  check_values(tensor({int16_t{300}, int16_t{300}}).prod(), {}, kInt64, {90000});
+  check_values(i8.sum({0}, false, kInt8), {2}, kInt8, {-28, 101});
+}

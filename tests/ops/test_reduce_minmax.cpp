@@ -109,3 +109,13 @@ TEST_CASE("max and min: gradients") {
   std::get<0>(max(s, 0)).backward();
   check_values(s.grad(), {}, kFloat64, {1});
 }
+
+TEST_CASE("reduce_minmax: int8 and int16 extremes and their indices") {
+  Tensor i8 = tensor({{int8_t{-128}, int8_t{127}}, {int8_t{5}, int8_t{-6}}});
+  check_values(i8.max(), {}, kInt8, {127});
+  check_values(i8.min(), {}, kInt8, {-128});
+  auto [values, indices] = i8.max(1);
+  check_values(values, {2}, kInt8, {127, 5});
+  check_values(indices, {2}, kInt64, {1, 0});
+  check_values(tensor({int16_t{-1}, int16_t{-300}, int16_t{2}}).argmin(), {}, kInt64, {1});
+}

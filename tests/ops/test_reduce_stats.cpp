@@ -122,3 +122,10 @@ TEST_CASE("norm: gradients") {
   norm(y, 0).backward();
   check_values(y.grad(), {2}, kFloat64, {0, 0});
 }
+
+TEST_CASE("reduce_stats: int8 and int16 inputs: logsumexp computes in float32, var needs a floating dtype") {
+  Tensor i16 = tensor({int16_t{1}, int16_t{3}});
+  check_values(i16.to(kFloat32).var(), {}, kFloat32, {2});
+  CHECK_THROWS_AS((void)i16.var(), Error);
+  check_values(tensor({int8_t{0}, int8_t{0}}).logsumexp({0}), {}, kFloat32, {std::log(2.0)}, 1e-6);
+}

@@ -3,6 +3,8 @@
 // Tensor::detach.
 #include "op_test_util.h"
 
+#include <sstream>
+
 using namespace strata;
 using strata::testing::check_gradcheck;
 using strata::testing::check_meta_matches;
@@ -160,9 +162,21 @@ TEST_CASE("to: dtype and device conversion, self when nothing changes") {
   expect_error<Error>([&] { (void)meta.to(kCPU); }, "[_to_copy] cannot copy from a meta tensor to cpu");
   expect_error<Error>([&] { (void)meta.cpu(); }, "[_to_copy]");
   CHECK_THROWS_AS((void)a.cuda(), Error);
-  Tensor with_grad = a.to(TensorOptions(kFloat64).requires_grad(true));
-  CHECK(with_grad.requires_grad());
-  CHECK(with_grad.is_leaf());
+  expect_error<Error>([&] { (void)a.to(TensorOptions(kFloat64).requires_grad(true)); },
+                      "[to] to(options) doesn't support converting to a different requires_grad");
+}
+
+TEST_CASE("to: another tensor's dtype and device, or a device and a dtype") {
+  Tensor a = arange(3, kInt32);
+  Tensor other = zeros({1}, kFloat64);
+  check_values(a.to(other), {3}, kFloat64, {0, 1, 2});
+  CHECK(a.to(a).is_same(a));  // nothing to change: the same tensor
+  CHECK_FALSE(a.to(a, /*copy=*/true).is_same(a));
+  check_values(a.to(kCPU, kInt16), {3}, kInt16, {0, 1, 2});
+  Tensor meta = a.to(Device(kMeta), kFloat16);
+  CHECK(meta.is_meta());
+  CHECK(meta.dtype() == kFloat16);
+  CHECK(a.to(zeros({1}, kMeta)).is_meta());
 }
 
 TEST_CASE("detach: shares storage and the version counter") {
@@ -269,6 +283,7 @@ TEST_CASE("split, split_with_sizes and chunk: views along a dim") {
   check_values(chunks[2], {1}, kInt64, {4});
   CHECK(arange(6).chunk(4).size() == 3);  // like PyTorch: chunks of 2, only 3 of them
   CHECK(zeros({0, 3}).chunk(2).size() == 2);
+  CHECK(arange(10).chunk(std::numeric_limits<int64_t>::max()).size() == 10);  // no overflow in ceil
   CHECK(zeros({0}).split(2).size() == 1);
   pieces[0].add_(100);
   CHECK(a.data_ptr<float>()[0] == 100);
@@ -340,4 +355,17 @@ TEST_CASE("stack: inserts a new dim") {
   expect_error<ValueError>([&] { (void)stack({a, ones({3})}); }, "[stack] expected each tensor to be equal size",
                            {"[2] at entry 0 and [3] at entry 1"});
   expect_error<IndexError>([&] { (void)stack({a, b}, 2); }, "[stack] dimension 2 out of range");
+}
+
+TEST_CASE("shape: cat promotes int8 with int16; conversions to and from int8 and int16") {
+  Tensor i8 = tensor({int8_t{-1}, int8_t{2}});
+  Tensor i16 = tensor({int16_t{-300}});
+  check_values(cat({i8, i16}), {3}, kInt16, {-1, 2, -300});
+  check_values(stack({i8, i8}), {2, 2}, kInt8, {-1, 2, -1, 2});
+  check_values(i16.to(kFloat64), {1}, kFloat64, {-300});
+  check_values(tensor({-3.7, 4.2}).to(kInt8), {2}, kInt8, {-3, 4});
+  check_values(i8.view({2, 1}).expand({2, 2}).contiguous(), {2, 2}, kInt8, {-1, -1, 2, 2});
+  std::ostringstream printed;
+  printed << i16;
+  CHECK(printed.str() == "tensor([-300], dtype=int16)");
 }

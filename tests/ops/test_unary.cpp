@@ -260,3 +260,18 @@ TEST_CASE("in-place: autograd records relu_ and clamp_, and cuts history at zero
   saved.zero_();
   expect_error<Error>([&] { saved.sum().backward(); }, "[ExpBackward]", {"modified by an inplace operation"});
 }
+
+TEST_CASE("unary: int8 and int16 keep their dtype or compute in float32") {
+  Tensor i8 = tensor({int8_t{-128}, int8_t{-2}, int8_t{3}});
+  Tensor i16 = tensor({int16_t{-32768}, int16_t{-5}, int16_t{7}});
+  check_values(neg(i8), {3}, kInt8, {-128, 2, -3});  // -(-128) wraps, as in PyTorch
+  check_values(abs(i16), {3}, kInt16, {-32768, 5, 7});
+  check_values(relu(i8), {3}, kInt8, {0, 0, 3});
+  check_values(clamp(i16, -6, 6), {3}, kInt16, {-6, -5, 6});
+  check_values(sign(i8), {3}, kInt8, {-1, -1, 1});
+  check_values(exp(tensor({int16_t{0}})), {1}, kFloat32, {1});
+  Tensor filled = zeros({2}, kInt8);
+  filled.fill_(-7);
+  check_values(filled, {2}, kInt8, {-7, -7});
+  expect_error<ValueError>([&] { filled.fill_(200); }, "[fill_] value 200 cannot be converted to type Int8");
+}

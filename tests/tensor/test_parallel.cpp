@@ -137,3 +137,16 @@ TEST_CASE("parallel: thread counts") {
                        ValueError);
   CHECK_THROWS_AS(parallel_for(0, 10, -1, [](int64_t, int64_t) {}), ValueError);
 }
+
+TEST_CASE("parallel: set_num_threads is process-wide") {
+  ThreadCountScope threads(1);
+  int seen_count = 0;
+  size_t seen_chunks = 0;
+  std::thread worker([&] {
+    seen_count = get_num_threads();
+    seen_chunks = chunks_of(0, 1'000'000, 1).size();
+  });
+  worker.join();
+  CHECK(seen_count == 1);
+  CHECK(seen_chunks == 1);
+}

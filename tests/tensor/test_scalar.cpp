@@ -105,3 +105,29 @@ TEST_CASE("scalar: conversions to integral types refuse what the type cannot hol
   CHECK_THROWS_WITH_AS(Scalar(300).to<uint8_t>(), "[Scalar.to] value 300 cannot be converted to type UInt8 without overflow",
                        ValueError);
 }
+
+TEST_CASE("Scalar: a uint64_t above the int64 range keeps its value") {
+  constexpr uint64_t largest = std::numeric_limits<uint64_t>::max();
+  const Scalar big(largest);
+  CHECK(big.is_integral());
+  CHECK(big.is_uint64());
+  CHECK_FALSE(Scalar(uint64_t{5}).is_uint64());
+  CHECK(big.to_double() == 18446744073709551615.0);
+  CHECK(big.to<uint64_t>() == largest);
+  CHECK(big.fits<uint64_t>());
+  CHECK_FALSE(big.fits<int64_t>());
+  CHECK_FALSE(big.fits<uint8_t>());
+  CHECK_FALSE(big.fits<int32_t>());
+  CHECK(big.fits<double>());
+  CHECK_THROWS_WITH_AS(big.to<int64_t>(), "[Scalar.to] value 18446744073709551615 cannot be converted to type Int64 without overflow",
+                       ValueError);
+  CHECK_THROWS_AS((void)big.to_long(), ValueError);
+  CHECK(printed(big) == "18446744073709551615");
+  CHECK_FALSE(big == Scalar(18446744073709551616.0));  // UINT64_MAX rounds to 2^64, out of range
+  CHECK(Scalar(uint64_t{1} << 63) == Scalar(9223372036854775808.0));
+  CHECK_FALSE(big == Scalar(int64_t{-1}));
+  CHECK(big == Scalar(largest));
+  CHECK((-Scalar(uint64_t{1} << 63)).to_double() == -9223372036854775808.0);
+  CHECK(big.to_bool());
+  CHECK(big.default_dtype() == kInt64);
+}

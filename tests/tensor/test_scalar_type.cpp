@@ -16,7 +16,7 @@ using namespace strata;
 
 namespace {
 
-constexpr ScalarType kAllTypes[] = {kBool, kUInt8, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64};
+constexpr ScalarType kAllTypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64};
 
 uint32_t bits_of(float value) { return std::bit_cast<uint32_t>(value); }
 float float_of(uint32_t bits) { return std::bit_cast<float>(bits); }
@@ -41,6 +41,8 @@ uint16_t reference_bfloat16(float value) {
 TEST_CASE("scalar_type: names and printing") {
   CHECK(scalar_type_name(kBool) == "Bool");
   CHECK(scalar_type_name(kUInt8) == "UInt8");
+  CHECK(scalar_type_name(kInt8) == "Int8");
+  CHECK(scalar_type_name(kInt16) == "Int16");
   CHECK(scalar_type_name(kInt32) == "Int32");
   CHECK(scalar_type_name(kInt64) == "Int64");
   CHECK(scalar_type_name(kFloat16) == "Float16");
@@ -55,6 +57,14 @@ TEST_CASE("scalar_type: names and printing") {
 TEST_CASE("scalar_type: sizes, categories and aliases") {
   CHECK(element_size(kBool) == 1);
   CHECK(element_size(kUInt8) == 1);
+  CHECK(element_size(kInt8) == 1);
+  CHECK(element_size(kInt16) == 2);
+  CHECK(is_integral(kInt8));
+  CHECK(is_integral(kInt16));
+  CHECK(kChar == kInt8);
+  CHECK(kShort == kInt16);
+  CHECK(scalar_type_of<int8_t> == kInt8);
+  CHECK(scalar_type_of<int16_t> == kInt16);
   CHECK(element_size(kInt32) == 4);
   CHECK(element_size(kInt64) == 8);
   CHECK(element_size(kFloat16) == 2);
@@ -77,23 +87,35 @@ TEST_CASE("scalar_type: sizes, categories and aliases") {
 
 TEST_CASE("scalar_type: promote_types matches torch.promote_types") {
   // Rows and columns in kAllTypes order; values from torch.promote_types.
-  const ScalarType b = kBool, u8 = kUInt8, i32 = kInt32, i64 = kInt64, f16 = kFloat16, bf = kBFloat16,
-                   f32 = kFloat32, f64 = kFloat64;
-  const ScalarType expected[8][8] = {
-      {b, u8, i32, i64, f16, bf, f32, f64},          // bool
-      {u8, u8, i32, i64, f16, bf, f32, f64},         // uint8
-      {i32, i32, i32, i64, f16, bf, f32, f64},       // int32
-      {i64, i64, i64, i64, f16, bf, f32, f64},       // int64
-      {f16, f16, f16, f16, f16, f32, f32, f64},      // float16
-      {bf, bf, bf, bf, f32, bf, f32, f64},           // bfloat16
-      {f32, f32, f32, f32, f32, f32, f32, f64},      // float32
-      {f64, f64, f64, f64, f64, f64, f64, f64},      // float64
+  const ScalarType b = kBool, u8 = kUInt8, i8 = kInt8, i16 = kInt16, i32 = kInt32, i64 = kInt64, f16 = kFloat16,
+                   bf = kBFloat16, f32 = kFloat32, f64 = kFloat64;
+  const ScalarType expected[10][10] = {
+      {b, u8, i8, i16, i32, i64, f16, bf, f32, f64},              // bool
+      {u8, u8, i16, i16, i32, i64, f16, bf, f32, f64},            // uint8
+      {i8, i16, i8, i16, i32, i64, f16, bf, f32, f64},            // int8
+      {i16, i16, i16, i16, i32, i64, f16, bf, f32, f64},          // int16
+      {i32, i32, i32, i32, i32, i64, f16, bf, f32, f64},          // int32
+      {i64, i64, i64, i64, i64, i64, f16, bf, f32, f64},          // int64
+      {f16, f16, f16, f16, f16, f16, f16, f32, f32, f64},         // float16
+      {bf, bf, bf, bf, bf, bf, f32, bf, f32, f64},                // bfloat16
+      {f32, f32, f32, f32, f32, f32, f32, f32, f32, f64},         // float32
+      {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},         // float64
   };
-  for (int row = 0; row < 8; ++row)
-    for (int column = 0; column < 8; ++column) {
+  for (int row = 0; row < 10; ++row)
+    for (int column = 0; column < 10; ++column) {
       INFO(kAllTypes[row], " with ", kAllTypes[column]);
       CHECK(promote_types(kAllTypes[row], kAllTypes[column]) == expected[row][column]);
     }
+}
+
+TEST_CASE("scalar_type: the default dtype is process-wide and floating only") {
+  CHECK(get_default_dtype() == kFloat32);
+  set_default_dtype(kFloat64);
+  CHECK(get_default_dtype() == kFloat64);
+  set_default_dtype(kFloat32);
+  CHECK_THROWS_WITH_AS(set_default_dtype(kInt64),
+                       "[set_default_dtype] only floating point dtypes can be the default, got Int64", TypeError);
+  CHECK(get_default_dtype() == kFloat32);
 }
 
 TEST_CASE("scalar_type: visit_dtype passes the C++ type") {

@@ -80,6 +80,8 @@ std::vector<Tensor> sample_tensors() {
   return {
       make<bool>({true, false, true, true, false, false}, {2, 3}),
       make<uint8_t>({0, 1, 127, 128, 255, 7}, {3, 2}),
+      make<int8_t>({INT8_MIN, -1, 0, 1, INT8_MAX}, {5, 1}),
+      make<int16_t>({INT16_MIN, -300, 0, 300, INT16_MAX, 7}, {2, 3}),
       make<int32_t>({INT32_MIN, -1, 0, 1, INT32_MAX}, {5}),
       make<int64_t>({INT64_MIN, -5, 0, INT64_MAX}, {2, 1, 2}),
       make<float>({0.5f, -0.0f, NAN, INFINITY, 1e-45f, -3.25f}, {2, 3}).to(kFloat16),
@@ -241,6 +243,23 @@ TEST_CASE("safetensors: round trips are bit-exact for every dtype, with metadata
   std::remove(path.c_str());
 }
 
+TEST_CASE("serialize: int8 and int16 use NumPy's i1/i2 and safetensors' I8/I16") {
+  Bytes npy8 = save_npy_bytes(make<int8_t>({-1}, {1}));
+  CHECK(std::string(npy8.begin(), npy8.end()).find("'descr': '|i1'") != std::string::npos);
+  Bytes npy16 = save_npy_bytes(make<int16_t>({-1}, {1}));
+  CHECK(std::string(npy16.begin(), npy16.end()).find("'descr': '<i2'") != std::string::npos);
+  Tensor big_endian = load_npy_bytes(npy_file(1, "{'descr': '>i2', 'fortran_order': False, 'shape': (1,), }", {0xfe, 0xd4}));
+  CHECK(big_endian.dtype() == kInt16);
+  CHECK(big_endian.item<int64_t>() == -300);
+  Bytes st = save_safetensors_bytes({{"a", make<int8_t>({-2}, {1})}, {"b", make<int16_t>({-3}, {1})}});
+  std::string header(st.begin() + 8, st.end());
+  CHECK(header.find("\"dtype\":\"I8\"") != std::string::npos);
+  CHECK(header.find("\"dtype\":\"I16\"") != std::string::npos);
+  auto loaded = load_safetensors_bytes(st);
+  CHECK(loaded.at("a").dtype() == kInt8);
+  CHECK(loaded.at("b").item<int64_t>() == -3);
+}
+
 TEST_CASE("safetensors: the layout follows the spec") {
   Bytes bytes = save_safetensors_bytes({{"b", make<float>({1, 2}, {2})}, {"a", make<int32_t>({7}, {1})}});
   uint64_t header_length = 0;
@@ -323,6 +342,30 @@ TEST_CASE("safetensors: corrupt files throw ValueError naming the fault") {
   expect_error<ValueError>([] { load_safetensors("/nonexistent/x.safetensors"); }, "[load_safetensors] cannot open");
   expect_error<ValueError>([] { save_safetensors_bytes({{"__metadata__", zeros({1})}}); }, "[save_safetensors]",
                            {"reserved"});
+}
+
+TEST_CASE("safetensors: 100,000 metadata entries load (duplicate keys found in linear time)") {
+  SafetensorsMetadata metadata;
+  for (int i = 0; i < 100'000; ++i) metadata["key" + std::to_string(i)] = "v";
+  Bytes bytes = save_safetensors_bytes({{"w", ones({2})}}, metadata);
+  SafetensorsMetadata loaded;
+  auto tensors = load_safetensors_bytes(bytes, "many.st", &loaded);
+  CHECK(loaded == metadata);
+  CHECK(tensors.size() == 1);
+}
+
+TEST_CASE("safetensors: a header object with more than the member limit is rejected naming the limit") {
+  std::string header = "{\"__metadata__\":{";
+  header.reserve(12 * (detail::kMaxJsonObjectMembers + 1));
+  for (size_t i = 0; i <= detail::kMaxJsonObjectMembers; ++i) header += (i ? ",\"" : "\"") + std::to_string(i) + "\":\"\"";
+  header += "}}";
+  Bytes bytes = safetensors_file(header, {});
+  header = {};
+  expect_error<ValueError>([&] { load_safetensors_bytes(bytes, "wide.st"); }, "[load_safetensors] wide.st",
+                           {"more than 1000000 members", "limit"});
+  expect_error<ValueError>([] { detail::parse_json("{\"a\":1,\"b\":2,\"c\":3}", "[t] ", 2); }, "[t] ",
+                           {"more than 2 members"});
+  CHECK(detail::parse_json("{\"a\":1,\"b\":2}", "[t] ", 2).members.size() == 2);
 }
 
 TEST_CASE("json: strings, numbers and nesting") {

@@ -235,3 +235,71 @@ TEST_CASE("tensor: make_view rejects geometry outside the storage") {
   CHECK(detail::make_view(base, {0, 3}, {3, 1}, 6).numel() == 0);     // empty views may sit at the end
   CHECK_THROWS_AS(detail::make_view(Tensor(), {1}, {1}, 0), Error);
 }
+
+TEST_CASE("tensor: from_blob with a deleter calls it once, when the storage dies") {
+  int calls = 0;
+  void* released = nullptr;
+  auto* buffer = new float[6]{0, 1, 2, 3, 4, 5};
+  {
+    Tensor owner = from_blob(buffer, {2, 3}, [&](void* data) { ++calls; released = data; delete[] static_cast<float*>(data); });
+    CHECK(owner.data_ptr() == buffer);
+    Tensor view = detail::make_view(owner, {3}, {2}, 0);  // a view keeps the storage alive
+    owner = Tensor();
+    CHECK(calls == 0);
+    CHECK(view.data_ptr<float>()[2] == 2.0f);  // view element 1
+  }
+  CHECK(calls == 1);
+  CHECK(released == buffer);
+
+  double strided[4] = {1, 2, 3, 4};
+  int strided_calls = 0;
+  {
+    Tensor transposed = from_blob(strided, {2, 2}, {1, 2}, [&](void*) { ++strided_calls; }, kFloat64);
+    CHECK(transposed.strides() == IntArrayRef{1, 2});
+    CHECK(transposed.data_ptr<double>() == strided);
+  }
+  CHECK(strided_calls == 1);
+}
+
+TEST_CASE("tensor: from_blob with a deleter that throws on bad input never calls it") {
+  float buffer[4] = {};
+  int calls = 0;
+  auto deleter = [&](void*) { ++calls; };
+  CHECK_THROWS_AS(from_blob(buffer, {2, 2}, {1}, deleter), ValueError);
+  CHECK_THROWS_AS(from_blob(buffer, {4}, deleter, Device(kMeta)), ValueError);
+  CHECK(calls == 0);
+}
+
+TEST_CASE("tensor: data() is an alias without autograd history") {
+  Tensor x = filled({2}, kFloat32, {1, 2});
+  x.requires_grad_(true);
+  Tensor alias = x.data();
+  CHECK_FALSE(alias.requires_grad());
+  CHECK(alias.data_ptr() == x.data_ptr());
+  CHECK(alias.sizes() == x.sizes());
+  alias.data_ptr<float>()[0] = 5;
+  CHECK(x.data_ptr<float>()[0] == 5);
+}
+
+TEST_CASE("tensor: set_data swaps storage, dtype and geometry but keeps the autograd identity") {
+  Tensor x = filled({2}, kFloat32, {1, 2});
+  x.requires_grad_(true);
+  Tensor handle = x;  // another handle to the same tensor sees the change
+  Tensor replacement = filled({3}, kFloat64, {7, 8, 9});
+  x.set_data(replacement);
+  CHECK(handle.dtype() == kFloat64);
+  CHECK(handle.sizes() == IntArrayRef{3});
+  CHECK(handle.data_ptr() == replacement.data_ptr());
+  CHECK(handle.requires_grad());
+  CHECK(handle.is_leaf());
+  CHECK(handle.is_same(x));
+  CHECK_THROWS_WITH_AS(x.set_data(filled({1}, kInt64, {1})),
+                       "[set_data] data set to a tensor that requires gradients must be floating point, got Int64",
+                       TypeError);
+  CHECK_THROWS_WITH_AS(x.set_data(Tensor()), "[set_data] new_data is undefined", ValueError);
+  Tensor plain = filled({1}, kFloat32, {1});
+  plain.set_data(filled({2}, kInt32, {3, 4}));  // no grad: any dtype
+  CHECK(plain.dtype() == kInt32);
+  CHECK(plain.numel() == 2);
+  CHECK_THROWS_AS(plain.set_data(detail::make_empty({2}, kFloat32, Device(kMeta))), TypeError);
+}
