@@ -30,7 +30,8 @@ void TensorImpl::set_data_from(const TensorImpl& other) {
   numel_ = other.numel_;
   is_contiguous_ = other.is_contiguous_;
   key_set_ = DispatchKeySet(backend_key(storage_->device().type()));
-  if (has_autograd) key_set_ = key_set_.add(DispatchKey::Autograd);
+  set_autograd_key(has_autograd);
+  view_base_.reset();  // new storage: no longer a view of its old base
 }
 
 void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
