@@ -22,7 +22,8 @@ namespace strata::detail {
 // A return annotated Tensor(a) promises to alias the argument annotated (a): a view op. After
 // a backend kernel the dispatcher checks that the result shares the argument's storage (and
 // for Tensor(a!), that it is the argument itself), so a kernel that copies is caught where it
-// is registered rather than as a wrong gradient far away.
+// is registered rather than as a wrong gradient far away. A result that passes and is not yet a
+// view becomes a view of the argument's root base, as PyTorch's ADInplaceOrView key makes it.
 //
 // OperatorEntry::publish_table precomputes which runtime keys need any of this
 // (DispatchTable::checked_keys), so a call to an op with no annotations pays one test.
@@ -57,6 +58,13 @@ void check_aliased_return(const DispatchTable& table, const AliasedReturn& alias
     STRATA_CHECK(out.defined() && out.impl()->storage().get() == input.impl()->storage().get(), "[",
                  table.effects.error_name, "] the schema says return ", alias.result + 1, " aliases argument ", alias.argument + 1,
                  " (Tensor(a)), but the kernel returned a tensor that does not share its storage");
+    // A custom view op's result is a view of the argument, as if make_view had made it (Note
+    // [Views and their base]): autograd then treats in-place ops on it as on a view.
+    if (out.impl() != input.impl() && !out.impl()->view_base()) {
+      TensorImpl* root = input.impl()->view_base() ? input.impl()->view_base() : input.impl();
+      out.impl()->set_view_base(intrusive_ptr<TensorImpl>::reclaim_copy(root));
+      out.impl()->set_view_version(input.version());
+    }
   };
   for_each_tensor(result, check);
 }
