@@ -173,3 +173,42 @@ TEST_CASE("as_strided: values, errors and gradients (overlapping outputs sum)") 
   as_strided(x, {2, 3}, {0, 1}).sum().backward();  // every element read twice
   CHECK(allclose(x.grad(), f64({2.0, 2.0, 2.0})));
 }
+
+TEST_CASE("view: in-place activations and divisions on views, checked numerically") {
+  // One in-place op per graph: relu_ and clamp_ save self, which a later write would invalidate
+  // (as in PyTorch: views share the version counter).
+  const tensor_list inputs{(rand({3, 2}, kFloat64) - 0.5).requires_grad_(), (rand({3}, kFloat64) + 1).requires_grad_()};
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * in[1].sum();
+        base.select(1, 0).relu_();
+        return tensor_list{base * base};
+      },
+      inputs);
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * 1;
+        base.narrow(0, 1, 2).clamp_(-0.2, 0.3);
+        return tensor_list{base.exp()};
+      },
+      inputs);
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * 1;
+        base.t().select(0, 1).div_(in[1]);
+        return tensor_list{base * base};
+      },
+      inputs);
+}
+
+TEST_CASE("view: retain_grad on a view follows its in-place change") {
+  Tensor w = f64({2.0}).requires_grad_();
+  Tensor base = zeros({2}, kFloat64);
+  Tensor first = base.slice(0, 0, 1);
+  first.add_(w);
+  first.retain_grad();
+  first.mul_(3);
+  (first * 5).sum().backward();
+  CHECK(first.grad().item<double>() == 5.0);  // the gradient of the new value
+  CHECK(w.grad().item<double>() == 15.0);
+}
