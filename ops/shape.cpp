@@ -279,7 +279,9 @@ Tensor cat_meta(const tensor_list& tensors, int64_t dim) {
 Tensor reshape_composite(const Tensor& self, IntArrayRef shape) {
   const DimVector sizes = infer_size("reshape", shape, self.numel());
   if (view_strides(self.sizes(), self.strides(), sizes)) return view(self, sizes);
-  return view(clone(self), sizes);
+  Tensor copy = view(clone(self), sizes);
+  copy.impl()->set_view_base({});  // a copy is nobody's view (PyTorch's _unsafe_view)
+  return copy;
 }
 
 Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }

@@ -36,7 +36,8 @@ TEST_CASE("view: is_view and _base name the root base, with or without grad") {
   CHECK(base.view({6})._base().is_same(base));
   CHECK(base.reshape({3, 2})._base().is_same(base));
   CHECK(base.expand({4, 2, 3})._base().is_same(base));
-  CHECK(base.permute({1, 0}).flatten()._base().is_same(base) == false);  // flatten of a transpose copies
+  CHECK_FALSE(base.permute({1, 0}).flatten().is_view());  // flattening a transpose copies
+  CHECK_FALSE(base.t().reshape({6}).is_view());
   CHECK(base.narrow(1, 0, 2).squeeze()._base().is_same(base));
   CHECK(as_strided(base, {2}, {1})._base().is_same(base));
   CHECK_FALSE(base.detach().is_view());  // detach shares storage but is not a view
@@ -172,4 +173,43 @@ TEST_CASE("as_strided: values, errors and gradients (overlapping outputs sum)") 
   Tensor x = zeros({3}, kFloat64).requires_grad_();
   as_strided(x, {2, 3}, {0, 1}).sum().backward();  // every element read twice
   CHECK(allclose(x.grad(), f64({2.0, 2.0, 2.0})));
+}
+
+TEST_CASE("view: in-place activations and divisions on views, checked numerically") {
+  // One in-place op per graph: relu_ and clamp_ save self, which a later write would invalidate
+  // (as in PyTorch: views share the version counter).
+  const tensor_list inputs{(rand({3, 2}, kFloat64) - 0.5).requires_grad_(), (rand({3}, kFloat64) + 1).requires_grad_()};
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * in[1].sum();
+        base.select(1, 0).relu_();
+        return tensor_list{base * base};
+      },
+      inputs);
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * 1;
+        base.narrow(0, 1, 2).clamp_(-0.2, 0.3);
+        return tensor_list{base.exp()};
+      },
+      inputs);
+  check_gradcheck(
+      [](const tensor_list& in) {
+        Tensor base = in[0] * 1;
+        base.t().select(0, 1).div_(in[1]);
+        return tensor_list{base * base};
+      },
+      inputs);
+}
+
+TEST_CASE("view: retain_grad on a view follows its in-place change") {
+  Tensor w = f64({2.0}).requires_grad_();
+  Tensor base = zeros({2}, kFloat64);
+  Tensor first = base.slice(0, 0, 1);
+  first.add_(w);
+  first.retain_grad();
+  first.mul_(3);
+  (first * 5).sum().backward();
+  CHECK(first.grad().item<double>() == 5.0);  // the gradient of the new value
+  CHECK(w.grad().item<double>() == 15.0);
 }
