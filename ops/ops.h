@@ -47,16 +47,49 @@ Tensor randn_like(const Tensor& t, TensorOptions options = {});
 // dtype (kFloat32 unless set_default_dtype), int and wider -> kInt64, bool -> kBool (int8_t,
 // int16_t and uint8_t values keep their dtype, as in LibTorch); a
 // std::vector<T> keeps T's own dtype (int -> kInt32, double -> kFloat64, int8_t -> kInt8...).
-// Nested initializer lists give 2-d and 3-d tensors; ragged lists throw ValueError.
+// Nested initializer lists give n-d tensors (up to 10 dims); ragged lists throw ValueError.
 template <class T>
   requires(std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
 Tensor tensor(T value, TensorOptions options = {});
 template <class T>
-Tensor tensor(std::initializer_list<T> values, TensorOptions options = {});
-template <class T>
-Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions options = {});
-template <class T>
-Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values, TensorOptions options = {});
+concept TensorElement = std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+namespace detail {
+// Braced lists nested `Depth` deep: NestedList<T, 2> is std::initializer_list<std::initializer_list<T>>.
+// Aliases (not a class) so that T is deduced from a braced argument.
+template <class T> using NestedList1 = std::initializer_list<T>;
+template <class T> using NestedList2 = std::initializer_list<NestedList1<T>>;
+template <class T> using NestedList3 = std::initializer_list<NestedList2<T>>;
+template <class T> using NestedList4 = std::initializer_list<NestedList3<T>>;
+template <class T> using NestedList5 = std::initializer_list<NestedList4<T>>;
+template <class T> using NestedList6 = std::initializer_list<NestedList5<T>>;
+template <class T> using NestedList7 = std::initializer_list<NestedList6<T>>;
+template <class T> using NestedList8 = std::initializer_list<NestedList7<T>>;
+template <class T> using NestedList9 = std::initializer_list<NestedList8<T>>;
+template <class T> using NestedList10 = std::initializer_list<NestedList9<T>>;
+template <class Leaf, class List>
+Tensor tensor_from_nested(const List& list, size_t rank, const TensorOptions& options);
+}  // namespace detail
+// Nested braced lists of 1 to 10 levels (LibTorch's limit), e.g. tensor({{1, 2}, {3, 4}}).
+template <TensorElement T>
+Tensor tensor(detail::NestedList1<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 1, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList2<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 2, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList3<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 3, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList4<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 4, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList5<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 5, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList6<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 6, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList7<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 7, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList8<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 8, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList9<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 9, options); }
+template <TensorElement T>
+Tensor tensor(detail::NestedList10<T> values, TensorOptions options = {}) { return detail::tensor_from_nested<T>(values, 10, options); }
 template <class T>
 Tensor tensor(const std::vector<T>& values, TensorOptions options = {});
 template <class T>
@@ -144,21 +177,6 @@ template <class T>
   requires(std::is_arithmetic_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
 Tensor tensor(T value, TensorOptions options) {
   return detail::tensor_from_values(&value, 1, IntArrayRef(), detail::literal_dtype<T>(), options);
-}
-
-template <class T>
-Tensor tensor(std::initializer_list<T> values, TensorOptions options) {
-  return detail::tensor_from_nested<T>(values, 1, options);
-}
-
-template <class T>
-Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions options) {
-  return detail::tensor_from_nested<T>(values, 2, options);
-}
-
-template <class T>
-Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values, TensorOptions options) {
-  return detail::tensor_from_nested<T>(values, 3, options);
 }
 
 template <class T>
