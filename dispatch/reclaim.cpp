@@ -10,12 +10,6 @@
 #include <unistd.h>
 #endif
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) && !defined(__SANITIZE_THREAD__)
-#define __SANITIZE_THREAD__ 1
-#endif
-#endif
-
 namespace strata::detail {
 
 // Note [Reclaiming kernels]
@@ -39,9 +33,10 @@ namespace strata::detail {
 // rare reclaiming side runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which executes a
 // full barrier on every running thread of the process. Where membarrier is unavailable the
 // readers fall back to a seq_cst fence (LocalDispatchState::fence_on_enter). Under
-// ThreadSanitizer, which does not model fences or membarrier, the reader uses seq_cst
-// atomics; the release store of 0 on leaving and the acquire load of the scan give TSan the
-// happens-before edge from a call's reads to the free.
+// ThreadSanitizer, which does not model fences or membarrier (STRATA_DETAIL_TSAN), the reader
+// announces with a seq_cst store and the reclaimer fences with a seq_cst read-modify-write; the
+// release store of 0 on leaving and the acquire load of the scan give TSan the happens-before
+// edge from a call's reads to the free.
 //
 // Records are pooled and never freed: a thread that exits returns its record to the pool, and
 // an idle record never holds anything back. Objects are destroyed by the caller of reclaim()
@@ -70,7 +65,7 @@ Reclaimer& reclaimer() {
 }
 
 bool membarrier_ready() {
-#if defined(__linux__) && !defined(__SANITIZE_THREAD__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+#if defined(__linux__) && !defined(STRATA_DETAIL_TSAN) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
   static const bool ready = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   return ready;
 #else
@@ -80,10 +75,14 @@ bool membarrier_ready() {
 
 // The reclaiming side's half of the fence pair.
 void heavy_fence() {
-#if defined(__linux__) && !defined(__SANITIZE_THREAD__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+#if defined(__linux__) && !defined(STRATA_DETAIL_TSAN) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
   if (membarrier_ready() && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
 #endif
+#if defined(STRATA_DETAIL_TSAN)
+  global_epoch.fetch_add(0, std::memory_order_seq_cst);  // a seq_cst RMW: TSan ignores fences
+#else
   std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
 }
 
 thread_local bool thread_exiting = false;  // trivially destructible: readable during thread exit

@@ -9,6 +9,16 @@
 
 #include <strata/dispatch/dispatch_key.h>
 
+// ThreadSanitizer models neither fences nor membarrier: under it the epoch protocol uses
+// seq_cst atomics alone. See Note [Reclaiming kernels] in reclaim.cpp.
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_DETAIL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRATA_DETAIL_TSAN 1
+#endif
+#endif
+
 namespace strata::detail {
 
 // One per thread that has made a dispatcher call: the global epoch it entered its outermost
@@ -34,9 +44,8 @@ void register_dispatch_thread(LocalDispatchState& local);
 inline void enter_epoch(LocalDispatchState& local) {
   if (local.epoch_record == nullptr) [[unlikely]] register_dispatch_thread(local);
   const uint64_t epoch = global_epoch.load(std::memory_order_acquire);
-#if defined(__SANITIZE_THREAD__)
+#if defined(STRATA_DETAIL_TSAN)
   local.epoch_record->active.store(epoch, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 #else
   local.epoch_record->active.store(epoch, std::memory_order_relaxed);
   // The announcement must be visible before this call reads a table: membarrier on the
