@@ -229,6 +229,7 @@ void OperatorHandle::call_boxed(Stack& stack) const {
     const IValue& value = stack[i];
     if (value.is_tensor()) detail::gather_keys(keys, value.to_tensor());
     else if (value.is_tensor_list()) detail::gather_keys(keys, value.to_tensor_list());
+    else if (value.is_optional_tensor_list()) detail::gather_keys(keys, value.to_optional_tensor_list());
     else if (value.is_device()) detail::gather_keys(keys, value.to_device());
   }
   redispatch_boxed(detail::apply_local_keys(keys), stack);

@@ -83,6 +83,9 @@ inline void gather_keys(DispatchKeySet& keys, const T& first, const Rest&... res
   } else if constexpr (std::is_same_v<D, tensor_list>) {
     for (const Tensor& t : first)
       if (t.defined()) keys = keys | t.impl()->key_set();
+  } else if constexpr (std::is_same_v<D, optional_tensor_list>) {
+    for (const auto& t : first)
+      if (t && t->defined()) keys = keys | t->impl()->key_set();
   } else if constexpr (std::is_same_v<D, Device>) {
     keys = keys.add(backend_key(first.type()));
   } else if constexpr (std::is_same_v<D, std::optional<Device>>) {
@@ -193,7 +196,7 @@ class TypedOperatorHandle<R(Args...)> {
                         " values, expected ", count);
       const size_t first = stack.size() - count;
       return [&]<size_t... I>(std::index_sequence<I...>) {
-        return Return(stack[first + I].to_tensor()...);
+        return Return(detail::from_ivalue<std::tuple_element_t<I, Return>>(stack[first + I])...);
       }(std::make_index_sequence<count>{});
     } else {
       STRATA_CHECK_TYPE(!stack.empty(), "[", handle_.name(), "] boxed kernel returned no value");
