@@ -218,14 +218,17 @@ TypedOperatorHandle<Signature> OperatorHandle::typed() const {
   return TypedOperatorHandle<Signature>(*this);
 }
 
-// Looks an operator up by "ns::name" or "ns::name.overload". Throws ValueError when there is
-// none (naming the overloads that exist when only the overload was wrong).
+// Looks an operator up by "ns::name.overload", or by "ns::name": the overload with no overload
+// name, else the only overload. Throws ValueError when there is none, or several without an
+// unnamed one (naming the overloads that exist). See Note [Overload resolution] in overloads.cpp.
 OperatorHandle find_op(std::string_view name);
 // True when an operator of that name has a schema.
 bool has_op(std::string_view name);
 
-// Boxed convenience: call("myops::swish", x, 1.0). Returns the single result, a tensor_list
-// IValue for several tensor results, None for none.
+// Boxed convenience: call("myops::swish", x, 1.0). Without an overload name, calls the overload
+// whose schema fits the arguments best (see Note [Overload resolution] in overloads.cpp).
+// Returns the single result, a tensor_list IValue for several tensor results, a tuple IValue
+// for several results of mixed kinds, None for none.
 IValue call_boxed_by_name(std::string_view name, Stack stack);
 template <class... Args>
 IValue call(std::string_view name, Args&&... args) {
