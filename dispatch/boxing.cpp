@@ -290,3 +290,34 @@ KernelBundle make_fallthrough_bundle() {
 }
 
 }  // namespace strata::detail
+
+namespace strata::detail {
+
+// Note [Schema inference]
+// def("name", fn) writes the schema torch::Library::def(name, fn) would: one argument per C++
+// parameter, named _0, _1, ..., typed by Note [Canonical C++ types] (std::string -> str,
+// std::vector<int64_t> -> int[]...), and the returns of the C++ return type: void -> "()", a
+// tuple -> "(A, B, ...)". No defaults and no alias annotations: a kernel that needs them is
+// def'd with an explicit schema.
+std::string infer_schema(const std::string& qualified_name, const std::optional<KernelSignature>& signature) {
+  STRATA_CHECK_TYPE(signature.has_value(), "[", qualified_name,
+                    "] def: cannot infer a schema from a boxed kernel; write the schema out");
+  std::string text = qualified_name + "(";
+  for (size_t i = 0; i < signature->arguments.size(); ++i) {
+    const auto& type = signature->arguments[i];
+    STRATA_CHECK_TYPE(type.has_value(), "[", qualified_name, "] def: cannot infer a schema: argument ", i + 1,
+                      " has C++ type ", signature->argument_cpp_names[i],
+                      ", which has no schema type (see Note [Canonical C++ types])");
+    text += str_cat(i ? ", " : "", type->str(), " _", i);
+  }
+  STRATA_CHECK_TYPE(signature->returns.has_value(), "[", qualified_name, "] def: cannot infer a schema: return type ",
+                    signature->return_cpp_name, " has no schema type (see Note [Canonical C++ types])");
+  const auto& returns = *signature->returns;
+  text += ") -> ";
+  if (returns.size() == 1) return text + returns[0].str();
+  text += "(";
+  for (size_t i = 0; i < returns.size(); ++i) text += (i ? ", " : "") + returns[i].str();
+  return text + ")";
+}
+
+}  // namespace strata::detail
