@@ -119,22 +119,26 @@ class [[nodiscard]] LibraryHandle {
   ~LibraryHandle();
 
   const std::string& path() const { return path_; }
-  bool loaded() const { return handle_ != nullptr; }
+  bool loaded() const { return library_ != nullptr; }
   // Operators the library defined ("ns::name.overload").
   std::vector<std::string> defined_ops() const;
-  void unload();
+  // See UnloadResult. See Note [Code of unloaded libraries] in load_library.cpp.
+  UnloadResult unload();
+  // True after an unload() that returned Deferred, until the .so is really closed.
+  bool unload_deferred() const;
 
  private:
   friend LibraryHandle load_library(const std::string& path);
+  LibraryHandle(std::string path, std::shared_ptr<detail::LoadedLibrary> library);
   std::string path_;
-  void* handle_ = nullptr;
-  std::vector<std::shared_ptr<detail::LibraryState>> libraries_;
+  std::shared_ptr<detail::LoadedLibrary> library_;
+  std::weak_ptr<detail::LoadedCode> code_after_unload_;
 };
 
 // dlopens a .so of STRATA_LIBRARY blocks and registers them. Throws strata::Error with the
 // loader's reason when the file is missing or not a library, and undoes everything when a
-// block in it fails.
-LibraryHandle load_library(const std::string& path);
+// block in it fails. Loading a file that is loaded already shares that load.
+[[nodiscard]] LibraryHandle load_library(const std::string& path);
 
 namespace detail {
 using LibraryInitFunction = void (*)(Library&);
