@@ -174,7 +174,9 @@ namespace detail {
 // Unloading the last handle unregisters the operators at once; the dlclose happens when the
 // last token goes, and unload() reports that it deferred. A token is released only from
 // libstrata's code, after the object's own code (in the .so) has returned: the Node's deleter
-// and the wrappers of hooks and deleters are functions of libstrata. A library whose code
+// and the wrappers of hooks and deleters are functions of libstrata. (A token held as a member
+// of CppNode<T> would be released inside ~CppNode<T>, code of the .so, which would then return
+// into unmapped memory; so the Node's shared_ptr deleter holds it.) A library whose code
 // stays mapped and is loaded again runs its blocks again (the loader does not re-run its
 // static initialisers), so it registers its operators anew.
 struct LoadedCode {
