@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <strata/autograd/grad_mode.h>
+#include <strata/autograd/keepalive.h>
 #include <strata/autograd/variable.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/kernel.h>
@@ -177,7 +178,7 @@ struct Function {
   // requires grad, records a CppNode<T> whose backward is T::backward.
   template <class... Args>
   static auto apply(Args&&... args) {
-    auto node = std::make_shared<CppNode<T>>();
+    auto node = detail::make_function_node<T, CppNode<T>>();  // See Note [Code of unloaded libraries]
     detail::ForwardInputs& inputs = node->inputs_;
     edge_list& edges = node->mutable_next_edges();
     inputs.reserve(sizeof...(Args));

@@ -1,4 +1,5 @@
 #include <strata/autograd/node.h>
+#include <strata/dispatch/keepalive.h>
 
 #include <algorithm>
 
@@ -58,7 +59,7 @@ uint32_t Node::add_output_metadata(const Tensor& output) {
 
 unsigned Node::add_gradient_hook(uint32_t output_nr, GradientHook hook) {
   unsigned handle = next_hook_handle();
-  hooks_.push_back({handle, output_nr, std::move(hook)});
+  hooks_.push_back({handle, output_nr, strata::detail::keep_code_alive(std::move(hook))});  // See Note [Code of unloaded libraries]
   return handle;
 }
 

@@ -1,5 +1,6 @@
 // Tensor's autograd methods, per-tensor autograd state, and leaf gradient accumulation.
 #include <strata/autograd/variable.h>
+#include <strata/dispatch/keepalive.h>
 
 #include <algorithm>
 
@@ -214,7 +215,7 @@ unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const 
   if (meta.grad_fn_) return meta.grad_fn_->add_gradient_hook(meta.output_nr_, std::move(hook));
   unsigned handle = autograd::next_hook_handle();
   std::lock_guard<std::mutex> lock(meta.mutex_);
-  meta.leaf_hooks_.push_back({handle, std::move(hook)});
+  meta.leaf_hooks_.push_back({handle, strata::detail::keep_code_alive(std::move(hook))});  // See Note [Code of unloaded libraries]
   return handle;
 }
 

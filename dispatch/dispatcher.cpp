@@ -210,6 +210,7 @@ void OperatorHandle::call_boxed(Stack& stack) const {
     const IValue& value = stack[i];
     if (value.is_tensor()) detail::gather_keys(keys, value.to_tensor());
     else if (value.is_tensor_list()) detail::gather_keys(keys, value.to_tensor_list());
+    else if (value.is_optional_tensor_list()) detail::gather_keys(keys, value.to_optional_tensor_list());
     else if (value.is_device()) detail::gather_keys(keys, value.to_device());
   }
   redispatch_boxed(scope.apply_local_keys(keys), stack);
@@ -228,11 +229,6 @@ void OperatorHandle::redispatch_boxed(DispatchKeySet keys, Stack& stack) const {
 }
 
 namespace {
-std::string qualified(std::string_view name) {
-  STRATA_CHECK_VALUE(name.find("::") != std::string_view::npos, "[", name,
-                     "] operator names are qualified with their namespace, e.g. \"myops::", name, "\"");
-  return std::string(name);
-}
 std::string overloads_of(detail::Registry& reg, std::string_view name) {
   std::vector<std::string> found;
   std::string base(name.substr(0, name.find('.', name.find("::") + 2)));
@@ -256,15 +252,7 @@ std::string describe_missing_op(Registry& reg, std::string_view name) {
 }
 }  // namespace detail
 
-OperatorHandle find_op(std::string_view name) {
-  std::string full = qualified(name);
-  detail::flush_if_blocks_pending();
-  auto& reg = detail::registry();
-  std::lock_guard lock(reg.mutex);
-  detail::OperatorEntry* entry = reg.find(full);
-  if (!entry || !entry->schema.load()) detail::throw_error<ValueError>("[", full, "] find_op: ", detail::describe_missing_op(reg, full));
-  return entry->handle();
-}
+// find_op and call_boxed_by_name: see overloads.cpp.
 
 bool has_op(std::string_view name) {
   detail::flush_if_blocks_pending();
@@ -272,19 +260,6 @@ bool has_op(std::string_view name) {
   std::lock_guard lock(reg.mutex);
   detail::OperatorEntry* entry = reg.find(std::string(name));
   return entry && entry->schema.load();
-}
-
-IValue call_boxed_by_name(std::string_view name, Stack stack) {
-  OperatorHandle op = find_op(name);
-  detail::CallScope scope;  // keeps the schema alive while it is read
-  op.call_boxed(stack);
-  const size_t count = op.schema().returns.size();
-  STRATA_CHECK_TYPE(stack.size() >= count, "[", op.name(), "] kernel pushed ", stack.size(), " results, schema has ", count);
-  if (count == 0) return IValue();
-  if (count == 1) return stack.back();
-  tensor_list results;
-  for (size_t i = stack.size() - count; i < stack.size(); ++i) results.push_back(stack[i].to_tensor());
-  return IValue(std::move(results));
 }
 
 std::vector<std::string> registered_ops() {

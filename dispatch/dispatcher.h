@@ -159,6 +159,9 @@ inline void gather_keys(DispatchKeySet& keys, const T& first, const Rest&... res
   } else if constexpr (std::is_same_v<D, tensor_list>) {
     for (const Tensor& t : first)
       if (t.defined()) keys = keys | t.impl()->key_set();
+  } else if constexpr (std::is_same_v<D, optional_tensor_list>) {
+    for (const auto& t : first)
+      if (t && t->defined()) keys = keys | t->impl()->key_set();
   } else if constexpr (std::is_same_v<D, Device>) {
     keys = keys.add(backend_key(first.type()));
   } else if constexpr (std::is_same_v<D, std::optional<Device>>) {
@@ -314,7 +317,7 @@ class TypedOperatorHandle<R(Args...)> {
                         " values, expected ", count);
       const size_t first = stack.size() - count;
       return [&]<size_t... I>(std::index_sequence<I...>) {
-        return Return(stack[first + I].to_tensor()...);
+        return Return(detail::from_ivalue<std::tuple_element_t<I, Return>>(stack[first + I])...);
       }(std::make_index_sequence<count>{});
     } else {
       STRATA_CHECK_TYPE(!stack.empty(), "[", handle_.name(), "] boxed kernel returned no value");
@@ -337,14 +340,17 @@ TypedOperatorHandle<Signature> OperatorHandle::typed() const {
   return TypedOperatorHandle<Signature>(*this, generation);
 }
 
-// Looks an operator up by "ns::name" or "ns::name.overload". Throws ValueError when there is
-// none (naming the overloads that exist when only the overload was wrong).
+// Looks an operator up by "ns::name.overload", or by "ns::name": the overload with no overload
+// name, else the only overload. Throws ValueError when there is none, or several without an
+// unnamed one (naming the overloads that exist). See Note [Overload resolution] in overloads.cpp.
 OperatorHandle find_op(std::string_view name);
 // True when an operator of that name has a schema.
 bool has_op(std::string_view name);
 
-// Boxed convenience: call("myops::swish", x, 1.0). Returns the single result, a tensor_list
-// IValue for several tensor results, None for none.
+// Boxed convenience: call("myops::swish", x, 1.0). Without an overload name, calls the overload
+// whose schema fits the arguments best (see Note [Overload resolution] in overloads.cpp).
+// Returns the single result, a tensor_list IValue for several tensor results, a tuple IValue
+// for several results of mixed kinds, None for none.
 IValue call_boxed_by_name(std::string_view name, Stack stack);
 template <class... Args>
 IValue call(std::string_view name, Args&&... args) {

@@ -15,6 +15,10 @@ std::string_view IValue::kind_name() const {
     case Kind::Device: return "Device";
     case Kind::TensorList: return "Tensor[]";
     case Kind::IntList: return "int[]";
+    case Kind::DoubleList: return "float[]";
+    case Kind::BoolList: return "bool[]";
+    case Kind::OptionalTensorList: return "Tensor?[]";
+    case Kind::Tuple: return "tuple";
   }
   return "unknown";
 }
@@ -73,6 +77,39 @@ const std::vector<int64_t>& IValue::to_int_list() const {
   return std::get<std::vector<int64_t>>(value_);
 }
 
+const std::vector<double>& IValue::to_double_list() const {
+  if (!is_double_list()) throw_kind("float[]");
+  return std::get<std::vector<double>>(value_);
+}
+const std::vector<bool>& IValue::to_bool_list() const {
+  if (!is_bool_list()) throw_kind("bool[]");
+  return std::get<std::vector<bool>>(value_);
+}
+const optional_tensor_list& IValue::to_optional_tensor_list() const {
+  if (!is_optional_tensor_list()) throw_kind("Tensor?[]");
+  return std::get<optional_tensor_list>(value_);
+}
+const std::vector<IValue>& IValue::to_tuple() const {
+  if (!is_tuple()) throw_kind("tuple");
+  return *std::get<std::shared_ptr<const std::vector<IValue>>>(value_);
+}
+IValue IValue::tuple(std::vector<IValue> elements) {
+  IValue result;
+  result.value_ = std::make_shared<const std::vector<IValue>>(std::move(elements));
+  return result;
+}
+
+namespace {
+bool same_optional_tensors(const optional_tensor_list& a, const optional_tensor_list& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].has_value() != b[i].has_value()) return false;
+    if (a[i] && !a[i]->is_same(*b[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool IValue::operator==(const IValue& other) const {
   if (kind() != other.kind()) return false;
   switch (kind()) {
@@ -85,16 +122,33 @@ bool IValue::operator==(const IValue& other) const {
         if (!a[i].is_same(b[i])) return false;
       return true;
     }
+    case Kind::OptionalTensorList: return same_optional_tensors(to_optional_tensor_list(), other.to_optional_tensor_list());
+    case Kind::Tuple: return to_tuple() == other.to_tuple();
     default:
       return std::visit(
           [&](const auto& mine) -> bool {
             using A = std::decay_t<decltype(mine)>;
-            if constexpr (std::is_same_v<A, Tensor> || std::is_same_v<A, tensor_list>) return false;
+            if constexpr (std::is_same_v<A, Tensor> || std::is_same_v<A, tensor_list> ||
+                          std::is_same_v<A, optional_tensor_list> ||
+                          std::is_same_v<A, std::shared_ptr<const std::vector<IValue>>>)
+              return false;
             else return mine == std::get<A>(other.value_);
           },
           value_);
   }
 }
+
+namespace {
+template <class List, class Print>
+std::ostream& print_list(std::ostream& out, const List& list, Print print) {
+  out << "[";
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i) out << ", ";
+    print(list[i]);
+  }
+  return out << "]";
+}
+}  // namespace
 
 std::ostream& operator<<(std::ostream& out, const IValue& value) {
   switch (value.kind()) {
@@ -109,6 +163,20 @@ std::ostream& operator<<(std::ostream& out, const IValue& value) {
     case IValue::Kind::Device: return out << value.to_device();
     case IValue::Kind::TensorList: return out << "[" << value.to_tensor_list().size() << " tensors]";
     case IValue::Kind::IntList: return out << IntArrayRef(value.to_int_list());
+    case IValue::Kind::DoubleList: return print_list(out, value.to_double_list(), [&](double v) { out << v; });
+    case IValue::Kind::BoolList:
+      return print_list(out, value.to_bool_list(), [&](bool v) { out << (v ? "True" : "False"); });
+    case IValue::Kind::OptionalTensorList:
+      return print_list(out, value.to_optional_tensor_list(), [&](const std::optional<Tensor>& t) {
+        if (t) out << "Tensor" << IntArrayRef(t->sizes());
+        else out << "None";
+      });
+    case IValue::Kind::Tuple: {
+      out << "(";
+      const auto& elements = value.to_tuple();
+      for (size_t i = 0; i < elements.size(); ++i) out << (i ? ", " : "") << elements[i];
+      return out << (elements.size() == 1 ? ",)" : ")");
+    }
   }
   return out;
 }

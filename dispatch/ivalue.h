@@ -1,6 +1,7 @@
 #pragma once
 // IValue: one boxed value on the dispatcher's Stack (arguments in, results out).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -13,9 +14,16 @@
 
 namespace strata {
 
+// The C++ type of "Tensor?[]": a list whose entries may be None (e.g. index's indices).
+using optional_tensor_list = std::vector<std::optional<Tensor>>;
+
 class IValue {
  public:
-  enum class Kind : uint8_t { None, Tensor, Double, Int, Bool, String, Scalar, ScalarType, Device, TensorList, IntList };
+  // The order matches value_'s alternatives.
+  enum class Kind : uint8_t {
+    None, Tensor, Double, Int, Bool, String, Scalar, ScalarType, Device, TensorList, IntList,
+    DoubleList, BoolList, OptionalTensorList, Tuple
+  };
 
   IValue() = default;
   IValue(std::nullopt_t) {}                                         // NOLINT
@@ -38,6 +46,21 @@ class IValue {
   IValue(tensor_list value) : value_(std::move(value)) {}           // NOLINT
   IValue(std::vector<int64_t> value) : value_(std::move(value)) {}  // NOLINT
   IValue(IntArrayRef value) : value_(value.vec()) {}                // NOLINT
+  // The list kinds below take exactly their type (no braced lists: {1, 2} stays an int list).
+  template <class T>
+    requires std::is_same_v<T, std::vector<double>>
+  IValue(T value) : value_(std::move(value)) {}                     // NOLINT
+  template <class T>
+    requires std::is_same_v<T, ArrayRef<double>>
+  IValue(T value) : value_(value.vec()) {}                          // NOLINT
+  template <class T>
+    requires std::is_same_v<T, std::vector<bool>>
+  IValue(T value) : value_(std::move(value)) {}                     // NOLINT
+  template <class T>
+    requires std::is_same_v<T, optional_tensor_list>
+  IValue(T value) : value_(std::move(value)) {}                     // NOLINT
+  // A tuple of results of mixed kinds, e.g. (Tensor, Tensor, int); see call().
+  static IValue tuple(std::vector<IValue> elements);
   template <class T>
   IValue(const std::optional<T>& value) {                           // NOLINT
     if (value) *this = IValue(*value);
@@ -56,6 +79,10 @@ class IValue {
   bool is_device() const { return kind() == Kind::Device; }
   bool is_tensor_list() const { return kind() == Kind::TensorList; }
   bool is_int_list() const { return kind() == Kind::IntList; }
+  bool is_double_list() const { return kind() == Kind::DoubleList; }
+  bool is_bool_list() const { return kind() == Kind::BoolList; }
+  bool is_optional_tensor_list() const { return kind() == Kind::OptionalTensorList; }
+  bool is_tuple() const { return kind() == Kind::Tuple; }
   // A number of any kind: double, int, bool or Scalar.
   bool is_number() const { return is_double() || is_int() || is_bool() || is_scalar(); }
 
@@ -71,6 +98,10 @@ class IValue {
   Device to_device() const;
   const tensor_list& to_tensor_list() const;
   const std::vector<int64_t>& to_int_list() const;
+  const std::vector<double>& to_double_list() const;
+  const std::vector<bool>& to_bool_list() const;
+  const optional_tensor_list& to_optional_tensor_list() const;
+  const std::vector<IValue>& to_tuple() const;
 
   bool operator==(const IValue& other) const;
 
@@ -78,7 +109,8 @@ class IValue {
   [[noreturn]] void throw_kind(std::string_view wanted) const;
 
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, Scalar, ScalarType, Device, tensor_list,
-               std::vector<int64_t>>
+               std::vector<int64_t>, std::vector<double>, std::vector<bool>, optional_tensor_list,
+               std::shared_ptr<const std::vector<IValue>>>
       value_;
 };
 

@@ -2,8 +2,8 @@
 // Kernels: any callable, stored once with two entry points made from its signature.
 //   unboxed: a thunk taking the schema's canonical C++ argument types (the typed fast path);
 //   boxed:   a thunk popping IValues from a Stack and pushing the results.
-// Both take the DispatchKeySet the call dispatched with. See Note [Canonical C++ types] and
-// Note [Kernels that take the key set] below.
+// Both take the DispatchKeySet the call dispatched with. See Note [Canonical C++ types] in
+// kernel_types.h and Note [Kernels that take the key set] below.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,6 +15,7 @@
 
 #include <strata/dispatch/dispatch_key.h>
 #include <strata/dispatch/ivalue.h>
+#include <strata/dispatch/kernel_types.h>
 #include <strata/dispatch/schema.h>
 
 namespace strata {
@@ -33,15 +34,7 @@ using BoxedKernelWithKeys = std::function<void(const OperatorHandle&, DispatchKe
 // The schema check ignores that leading parameter. Every thunk takes the key set (one more
 // register argument on the typed path); kernels without the parameter drop it.
 
-// Note [Canonical C++ types]
-// Each schema type has exactly one canonical C++ type, used by the unboxed thunks:
-//   Tensor -> const Tensor&        Tensor? -> const std::optional<Tensor>&   Tensor[] -> const tensor_list&
-//   int -> int64_t                 float -> double                           bool -> bool
-//   str -> std::string_view        int[] -> IntArrayRef                      Scalar -> const Scalar&
-//   ScalarType -> ScalarType       Device -> Device                          T? -> std::optional<canonical T>
-// A kernel may take a canonical type or its by-value form (Tensor, Scalar, tensor_list,
-// std::optional<Tensor>); its thunk converts. Since both a kernel and a typed<Sig>() handle
-// are checked against the same schema, both reach the same canonical function type.
+// See Note [Canonical C++ types] in kernel_types.h.
 struct KernelFunction {
   using BoxedFunction = void (*)(void* functor, const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
   void* unboxed = nullptr;        // CanonicalReturn (*)(void* functor, DispatchKeySet keys, CanonicalArgs...)
@@ -53,85 +46,6 @@ struct KernelFunction {
 };
 
 namespace detail {
-
-template <class T>
-struct ArgTraits {
-  static constexpr bool supported = false;
-  using canonical = const T&;
-};
-#define STRATA_DETAIL_ARG(CPP, CANON, BASE, LIST, OPT)                                   \
-  template <>                                                                           \
-  struct ArgTraits<CPP> {                                                               \
-    static constexpr bool supported = true;                                             \
-    using canonical = CANON;                                                            \
-    static SchemaType type() { return SchemaType{BaseType::BASE, false, LIST, {}, OPT}; } \
-  };
-STRATA_DETAIL_ARG(Tensor, const Tensor&, Tensor, false, false)
-STRATA_DETAIL_ARG(std::optional<Tensor>, const std::optional<Tensor>&, Tensor, false, true)
-STRATA_DETAIL_ARG(tensor_list, const tensor_list&, Tensor, true, false)
-STRATA_DETAIL_ARG(int64_t, int64_t, Int, false, false)
-STRATA_DETAIL_ARG(std::optional<int64_t>, std::optional<int64_t>, Int, false, true)
-STRATA_DETAIL_ARG(double, double, Float, false, false)
-STRATA_DETAIL_ARG(std::optional<double>, std::optional<double>, Float, false, true)
-STRATA_DETAIL_ARG(bool, bool, Bool, false, false)
-STRATA_DETAIL_ARG(std::optional<bool>, std::optional<bool>, Bool, false, true)
-STRATA_DETAIL_ARG(std::string_view, std::string_view, Str, false, false)
-STRATA_DETAIL_ARG(std::optional<std::string_view>, std::optional<std::string_view>, Str, false, true)
-STRATA_DETAIL_ARG(IntArrayRef, IntArrayRef, Int, true, false)
-STRATA_DETAIL_ARG(std::optional<IntArrayRef>, std::optional<IntArrayRef>, Int, true, true)
-STRATA_DETAIL_ARG(Scalar, const Scalar&, Scalar, false, false)
-STRATA_DETAIL_ARG(std::optional<Scalar>, const std::optional<Scalar>&, Scalar, false, true)
-STRATA_DETAIL_ARG(ScalarType, ScalarType, ScalarType, false, false)
-STRATA_DETAIL_ARG(std::optional<ScalarType>, std::optional<ScalarType>, ScalarType, false, true)
-STRATA_DETAIL_ARG(Device, Device, Device, false, false)
-STRATA_DETAIL_ARG(std::optional<Device>, std::optional<Device>, Device, false, true)
-#undef STRATA_DETAIL_ARG
-
-// A parameter type is usable when its decayed form is known and it binds from the canonical type.
-template <class P>
-inline constexpr bool arg_supported =
-    ArgTraits<std::remove_cvref_t<P>>::supported &&
-    std::is_convertible_v<typename ArgTraits<std::remove_cvref_t<P>>::canonical, P> &&
-    (!std::is_reference_v<P> || std::is_const_v<std::remove_reference_t<P>>);
-template <class P>
-using canonical_arg_t = typename ArgTraits<std::remove_cvref_t<P>>::canonical;
-
-template <class R>
-struct ReturnTraits {
-  static constexpr bool supported = false;
-  using canonical = void;
-};
-template <>
-struct ReturnTraits<void> {
-  static constexpr bool supported = true;
-  using canonical = void;
-  static std::vector<SchemaType> types() { return {}; }
-};
-#define STRATA_DETAIL_RETURN(CPP, BASE, LIST)                                              \
-  template <>                                                                              \
-  struct ReturnTraits<CPP> {                                                               \
-    static constexpr bool supported = true;                                                \
-    using canonical = CPP;                                                                 \
-    static std::vector<SchemaType> types() { return {SchemaType{BaseType::BASE, false, LIST, {}, false}}; } \
-  };
-STRATA_DETAIL_RETURN(Tensor, Tensor, false)
-STRATA_DETAIL_RETURN(tensor_list, Tensor, true)
-STRATA_DETAIL_RETURN(double, Float, false)
-STRATA_DETAIL_RETURN(int64_t, Int, false)
-STRATA_DETAIL_RETURN(bool, Bool, false)
-STRATA_DETAIL_RETURN(Scalar, Scalar, false)
-#undef STRATA_DETAIL_RETURN
-template <class... Ts>
-  requires(std::is_same_v<Ts, Tensor> && ...)
-struct ReturnTraits<std::tuple<Ts...>> {
-  static constexpr bool supported = true;
-  using canonical = std::tuple<Ts...>;
-  static std::vector<SchemaType> types() { return {(static_cast<void>(sizeof(Ts)), SchemaType{})...}; }
-};
-template <class R>
-using canonical_return_t = typename ReturnTraits<std::remove_cvref_t<R>>::canonical;
-template <class R>
-inline constexpr bool return_supported = ReturnTraits<std::remove_cvref_t<R>>::supported;
 
 // What impl() checks against the schema: the kernel's argument and return types in schema
 // terms, with C++ spellings for messages.
@@ -194,39 +108,6 @@ struct LeadingKeySet<std::tuple<First, Rest...>> {
 template <class F>
 concept DeducibleCallable = requires { &F::operator(); } || std::is_function_v<std::remove_pointer_t<F>>;
 
-// IValue -> canonical argument.
-template <class C>
-decltype(auto) from_ivalue(const IValue& value) {
-  using D = std::remove_cvref_t<C>;
-  if constexpr (std::is_same_v<D, Tensor>) return (value.to_tensor());
-  else if constexpr (std::is_same_v<D, tensor_list>) return (value.to_tensor_list());
-  else if constexpr (std::is_same_v<D, int64_t>) return value.to_int();
-  else if constexpr (std::is_same_v<D, double>) return value.to_double();
-  else if constexpr (std::is_same_v<D, bool>) return value.to_bool();
-  else if constexpr (std::is_same_v<D, std::string_view>) return std::string_view(value.to_string());
-  else if constexpr (std::is_same_v<D, IntArrayRef>) return IntArrayRef(value.to_int_list());
-  else if constexpr (std::is_same_v<D, Scalar>) return value.to_scalar();
-  else if constexpr (std::is_same_v<D, ScalarType>) return value.to_scalar_type();
-  else if constexpr (std::is_same_v<D, Device>) return value.to_device();
-  else {  // std::optional<X>
-    using Inner = typename D::value_type;
-    if (value.is_none()) return D();
-    return D(from_ivalue<Inner>(value));
-  }
-}
-
-// Canonical results -> the stack.
-template <class R>
-void push_results(Stack& stack, R&& result) {
-  using D = std::remove_cvref_t<R>;
-  if constexpr (requires { std::tuple_size<D>::value; }) {
-    std::apply([&](auto&&... parts) { (stack.emplace_back(std::forward<decltype(parts)>(parts)), ...); },
-               std::forward<R>(result));
-  } else {
-    stack.emplace_back(std::forward<R>(result));
-  }
-}
-
 // Calls the functor stored in a KernelFunction.
 template <class Functor, class... Args>
 decltype(auto) invoke_functor(void* functor, Args&&... args) {
@@ -245,11 +126,11 @@ struct KernelThunk {
 
   static Return unboxed(void* functor, DispatchKeySet keys, canonical_arg_t<Params>... args) {
     if constexpr (TakesKeys) {
-      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, keys, args...);
-      else return Return(invoke_functor<Functor>(functor, keys, args...));
+      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, keys, to_param<Params>(args)...);
+      else return Return(invoke_functor<Functor>(functor, keys, to_param<Params>(args)...));
     } else {
-      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, args...);
-      else return Return(invoke_functor<Functor>(functor, args...));
+      if constexpr (std::is_void_v<Return>) invoke_functor<Functor>(functor, to_param<Params>(args)...);
+      else return Return(invoke_functor<Functor>(functor, to_param<Params>(args)...));
     }
   }
 

@@ -119,13 +119,18 @@ const std::string& Library::ns() const { return state_->ns; }
 Library::Kind Library::kind() const { return state_->kind; }
 std::optional<DispatchKey> Library::key() const { return state_->key; }
 
+std::string Library::qualified_name(std::string_view name) const {
+  STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
+  return detail::qualify(state_->ns, name, "def");
+}
+
 std::string_view Library::strip(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   return text;
 }
 
-Library& Library::def(std::string_view schema_text, AliasAnalysis alias, std::source_location where) {
+Library& Library::def(std::string_view schema_text, AliasAnalysis alias, std::source_location where) & {
   STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
   STRATA_CHECK_VALUE(state_->kind != IMPL, "[", state_->ns, "] def: an IMPL Library cannot define operators (at ",
                      detail::format_site(where), ")");
@@ -174,14 +179,14 @@ Library& Library::impl_bundle(std::string_view name, detail::KernelBundle kernel
   return *this;
 }
 
-Library& Library::fallback(BoxedKernel kernel, std::source_location where) {
+Library& Library::fallback(BoxedKernel kernel, std::source_location where) & {
   return fallback(detail::make_boxed_kernel_bundle(std::move(kernel)), where);
 }
-Library& Library::fallback(BoxedKernelWithKeys kernel, std::source_location where) {
+Library& Library::fallback(BoxedKernelWithKeys kernel, std::source_location where) & {
   return fallback(detail::make_boxed_kernel_bundle(std::move(kernel)), where);
 }
 
-Library& Library::fallback(detail::KernelBundle kernel, std::source_location where) {
+Library& Library::fallback(detail::KernelBundle kernel, std::source_location where) & {
   STRATA_CHECK_VALUE(state_, "[Library] use of a moved-from Library");
   const std::string site = detail::format_site(where);
   STRATA_CHECK_VALUE(state_->key && (is_runtime_key(*state_->key) || *state_->key == DispatchKey::Autograd), "[",

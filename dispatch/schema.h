@@ -16,6 +16,10 @@ namespace strata {
 enum class BaseType { Tensor, Int, Float, Bool, Str, Scalar, ScalarType, Device, Layout, MemoryFormat, Generator };
 
 std::string_view base_type_name(BaseType type);
+// The identifiers a default of this type may be (`int reduction=Mean`, `ScalarType dtype=float`,
+// `MemoryFormat m=contiguous_format`); empty when it takes none. See Note [Identifier defaults]
+// in boxing.cpp for their values.
+std::vector<std::string_view> default_identifiers(BaseType type);
 
 struct SchemaType {
   BaseType base = BaseType::Tensor;

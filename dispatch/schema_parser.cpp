@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <system_error>
 #include <unordered_set>
@@ -160,26 +161,63 @@ constexpr unsigned k_list_element_kinds =
 DefaultRule default_rule(BaseType base) {
   using K = Literal::Kind;
   switch (base) {
-    case BaseType::Int: return {bit(K::Int) | bit(K::Ident), "an integer or an identifier"};
+    case BaseType::Int: return {bit(K::Int) | bit(K::Ident), "an integer, Mean or Sum"};
     case BaseType::Float: return {bit(K::Int) | bit(K::Float), "a number"};
     case BaseType::Bool: return {bit(K::Bool), "True or False"};
     case BaseType::Str: return {bit(K::Str), "a quoted string"};
     case BaseType::Scalar:
       return {bit(K::Int) | bit(K::Float) | bit(K::Bool), "a number, True or False"};
-    case BaseType::Device: return {bit(K::Ident) | bit(K::Str), "an identifier or a quoted string"};
-    case BaseType::ScalarType:
-    case BaseType::Layout:
-    case BaseType::MemoryFormat: return {bit(K::Ident), "an identifier"};
+    case BaseType::Device:
+      return {bit(K::Ident) | bit(K::Str), "cpu, cuda, meta or a device string such as 'cuda:1'"};
+    case BaseType::ScalarType: return {bit(K::Ident), "a dtype name such as float, long or bfloat16"};
+    case BaseType::Layout: return {bit(K::Ident), "strided"};
+    case BaseType::MemoryFormat:
+      return {bit(K::Ident), "contiguous_format, preserve_format, channels_last or channels_last_3d"};
     case BaseType::Tensor:
     case BaseType::Generator: break;
   }
   return {0, "None"};
 }
 
+// The identifiers each type takes as a default; see Note [Identifier defaults] in boxing.cpp.
+constexpr std::string_view k_int_identifiers[] = {"Mean", "Sum"};
+constexpr std::string_view k_dtype_identifiers[] = {"bool",    "uint8", "int32",    "int",     "int64",
+                                                    "long",    "float16", "half",   "bfloat16", "float32",
+                                                    "float",   "float64", "double"};
+constexpr std::string_view k_layout_identifiers[] = {"strided"};
+constexpr std::string_view k_memory_format_identifiers[] = {"contiguous_format", "preserve_format",
+                                                            "channels_last", "channels_last_3d"};
+constexpr std::string_view k_device_identifiers[] = {"cpu", "cuda", "meta"};
+
+std::span<const std::string_view> identifiers_for(BaseType base) {
+  switch (base) {
+    case BaseType::Int: return k_int_identifiers;
+    case BaseType::ScalarType: return k_dtype_identifiers;
+    case BaseType::Layout: return k_layout_identifiers;
+    case BaseType::MemoryFormat: return k_memory_format_identifiers;
+    case BaseType::Device: return k_device_identifiers;
+    default: return {};
+  }
+}
+
+bool is_identifier_for(BaseType base, std::string_view text) {
+  auto names = identifiers_for(base);
+  return std::find(names.begin(), names.end(), text) != names.end();
+}
+
+// "cpu", "meta", "cuda" or "cuda:N", as Device(std::string_view) reads them.
+bool is_device_text(std::string_view text) {
+  if (text == "cpu" || text == "meta" || text == "cuda") return true;
+  if (!text.starts_with("cuda:") || text.size() == 5 || text.size() > 8) return false;
+  return std::all_of(text.begin() + 5, text.end(), is_digit);
+}
+
 // Converts a literal to a default for a non-list `base`, or nullopt when it does not fit.
 std::optional<DefaultValue> scalar_default(const Literal& lit, BaseType base) {
   using K = Literal::Kind;
   if ((default_rule(base).kinds & bit(lit.kind)) == 0) return std::nullopt;
+  if (lit.kind == K::Ident && !is_identifier_for(base, lit.text)) return std::nullopt;
+  if (lit.kind == K::Str && base == BaseType::Device && !is_device_text(lit.text)) return std::nullopt;
   switch (lit.kind) {
     case K::Int:
       if (base == BaseType::Float) return DefaultValue{static_cast<double>(lit.int_value)};
@@ -661,6 +699,11 @@ std::string_view base_type_name(BaseType type) {
     if (name.base == type) return name.text;
   }
   return "<unknown type>";
+}
+
+std::vector<std::string_view> default_identifiers(BaseType type) {
+  auto names = identifiers_for(type);
+  return {names.begin(), names.end()};
 }
 
 std::string SchemaType::str() const { return type_text(*this, std::nullopt); }

@@ -145,8 +145,15 @@ void cpu_allocator_empty_cache() {
   if (ThreadCache* cache = thread_cache()) cache->release_all();
 }
 
+namespace {
+std::atomic<detail::StorageReleaseHook> storage_release_hook{nullptr};
+}  // namespace
+
 StorageImpl::StorageImpl(void* external, size_t nbytes, Device device, std::function<void(void*)> on_release)
-    : data_(DataPtr{external, nullptr, nullptr}), nbytes_(nbytes), device_(device), on_release_(std::move(on_release)) {}
+    : data_(DataPtr{external, nullptr, nullptr}), nbytes_(nbytes), device_(device), on_release_(std::move(on_release)) {
+  if (!on_release_) return;
+  if (auto hook = storage_release_hook.load(std::memory_order_acquire)) hook(on_release_);
+}
 
 StorageImpl::~StorageImpl() {
   if (data_.deleter) data_.deleter(data_.data, data_.context, nbytes_);
@@ -154,6 +161,8 @@ StorageImpl::~StorageImpl() {
 }
 
 namespace detail {
+void set_storage_release_hook(StorageReleaseHook hook) { storage_release_hook.store(hook, std::memory_order_release); }
+
 void set_device_allocator(DeviceType type, Allocator* allocator) {
   STRATA_CHECK_VALUE(type == kCUDA, "[set_device_allocator] only a CUDA allocator can be registered, got ", type);
   device_allocators[static_cast<size_t>(type)].store(allocator, std::memory_order_release);

@@ -60,6 +60,11 @@ intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device);
 namespace detail {
 // CUDA registers its allocator here when it is built in.
 void set_device_allocator(DeviceType type, Allocator* allocator);
+// dispatch/ sets this: it wraps a storage's on_release so that the library whose code it runs
+// stays loaded while the storage lives (see Note [Code of unloaded libraries] in
+// dispatch/load_library.cpp). tensor/ does not depend on dispatch/, hence the pointer.
+using StorageReleaseHook = void (*)(std::function<void(void*)>& on_release);
+void set_storage_release_hook(StorageReleaseHook hook);
 }
 
 }  // namespace strata

@@ -207,3 +207,30 @@ TEST_CASE("library: a run-time Library runs pending static blocks first, so it r
   strata::testing::expect_error<ValueError>([] { Library again("lib_test_order", Library::DEF); }, "[lib_test_order]",
                                             {"defined twice"});
 }
+
+// See Note [Discarded libraries]: registering through a temporary Library does not compile.
+namespace {
+Tensor identity_kernel(const Tensor& x) { return x; }
+template <class L>
+concept ImplOnTemporary = requires { L("lib_test_tmp", L::IMPL, DispatchKey::CPU).impl("op", &identity_kernel); };
+template <class L>
+concept DefOnTemporary = requires { L("lib_test_tmp", L::DEF).def("op(Tensor x) -> Tensor"); };
+template <class L>
+concept FallbackOnTemporary = requires { L("lib_test_tmp", L::IMPL, DispatchKey::CPU).fallback(BoxedKernel()); };
+template <class L>
+concept ImplOnLvalue = requires(L& library) { library.impl("op", &identity_kernel); };
+template <class L>
+concept DefOnLvalue = requires(L& library) { library.def("op(Tensor x) -> Tensor").def("op2", &identity_kernel); };
+}  // namespace
+static_assert(!ImplOnTemporary<Library>);
+static_assert(!DefOnTemporary<Library>);
+static_assert(!FallbackOnTemporary<Library>);
+static_assert(ImplOnLvalue<Library>);
+static_assert(DefOnLvalue<Library>);
+
+TEST_CASE("library: def, impl and fallback work on a named Library and chain") {
+  Library def("lib_test_chain", Library::DEF);
+  def.def("a(Tensor x) -> Tensor").def("b", &identity_kernel);
+  CHECK(has_op("lib_test_chain::a"));
+  CHECK(find_op("lib_test_chain::b").schema().str() == "lib_test_chain::b(Tensor _0) -> Tensor");
+}

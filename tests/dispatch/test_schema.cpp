@@ -509,8 +509,7 @@ TEST_CASE("schema: rejects defaults that do not fit the type") {
   check_rejected("foo(bool keepdim=3) -> ()", 18,
                  "invalid default for 'bool keepdim': expected True or False but found '3'");
   check_rejected("foo(int x=1.5) -> ()", 11,
-                 "invalid default for 'int x': expected an integer or an identifier but found "
-                 "'1.5'");
+                 "invalid default for 'int x': expected an integer, Mean or Sum but found '1.5'");
   check_rejected("foo(int x=None) -> ()", 11,
                  "default None requires an optional type, but 'x' has type 'int'");
   check_rejected("foo(Tensor x=None) -> ()", 14,
@@ -520,10 +519,10 @@ TEST_CASE("schema: rejects defaults that do not fit the type") {
   check_rejected("foo(Tensor? x=zeros) -> ()", 15, "expected None but found 'zeros'");
   check_rejected("foo(float x=True) -> ()", 13, "expected a number but found 'True'");
   check_rejected("foo(str x=mean) -> ()", 11, "expected a quoted string but found 'mean'");
-  check_rejected("foo(ScalarType x=1) -> ()", 18, "expected an identifier but found '1'");
+  check_rejected("foo(ScalarType x=1) -> ()", 18, "expected a dtype name such as float, long or bfloat16 but found '1'");
   check_rejected("foo(Scalar x='a') -> ()", 14, "expected a number, True or False but found ''a''");
   check_rejected("foo(int x=[1, 2]) -> ()", 11,
-                 "expected an integer or an identifier but found '[1, 2]'");
+                 "expected an integer, Mean or Sum but found '[1, 2]'");
   check_rejected("foo(int[] x=[1, 2.5]) -> ()", 17,
                  "invalid default for 'int[] x': expected an integer in the list but found '2.5'");
   check_rejected("foo(bool[] x=[True, 1]) -> ()", 21, "expected True or False in the list");
@@ -531,6 +530,25 @@ TEST_CASE("schema: rejects defaults that do not fit the type") {
   check_rejected("foo(int[] x=['a']) -> ()", 14, "list elements must be numbers, True or False");
   check_rejected("foo(Tensor[] x=[]) -> ()", 16, "'Tensor[] x' can only default to None");
   check_rejected("foo(int?[] x=[None]) -> ()", 15, "list elements must be numbers, True or False");
+}
+
+TEST_CASE("schema: an identifier default must mean something for its type") {
+  // See Note [Identifier defaults] in boxing.cpp.
+  check_rejected("foo(int k=abc) -> ()", 11, "invalid default for 'int k': expected an integer, Mean or Sum but found 'abc'");
+  check_rejected("foo(int k=strided) -> ()", 11, "found 'strided'");
+  check_rejected("foo(ScalarType? d=floaty) -> ()", 19, "expected a dtype name such as float, long or bfloat16");
+  check_rejected("foo(Layout l=channels_last) -> ()", 14, "expected strided but found 'channels_last'");
+  check_rejected("foo(MemoryFormat m=strided) -> ()", 20,
+                 "expected contiguous_format, preserve_format, channels_last or channels_last_3d");
+  check_rejected("foo(Device d=gpu) -> ()", 14, "expected cpu, cuda, meta or a device string");
+  check_rejected("foo(Device d='gpu:0') -> ()", 14, "found ''gpu:0''");
+  check_rejected("foo(int[2] k=Mean) -> ()", 14, "expected a list or an integer but found 'Mean'");
+  for (std::string_view text : {"f(int r=Sum) -> ()", "f(ScalarType d=bfloat16) -> ()", "f(ScalarType? d=half) -> ()",
+                                "f(MemoryFormat m=channels_last_3d) -> ()", "f(Layout l=strided) -> ()",
+                                "f(Device d=meta) -> ()", "f(Device d='cuda:1') -> ()", "f(float x=-inf) -> ()"}) {
+    INFO(text);
+    CHECK(parse_schema(parse_schema(text).str()) == parse_schema(text));
+  }
 }
 
 TEST_CASE("schema: survives hostile input") {

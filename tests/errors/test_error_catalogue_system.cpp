@@ -28,18 +28,18 @@ Tensor identity_cpu(const Tensor& x, double) { return x; }
 
 const Row dispatch_rows[] = {
     {"a schema with a missing ')'", Expect::Value, "bad", "column",
-     [](Inputs&) { Library("catalogue_a", Library::DEF).def("bad(Tensor x, float beta=1.0 -> Tensor"); }},
+     [](Inputs&) { Library library("catalogue_a", Library::DEF); library.def("bad(Tensor x, float beta=1.0 -> Tensor"); }},
     {"a schema with an unknown argument type", Expect::Value, "bad", "Tensr",
-     [](Inputs&) { Library("catalogue_b", Library::DEF).def("bad(Tensr x) -> Tensor"); }},
+     [](Inputs&) { Library library("catalogue_b", Library::DEF); library.def("bad(Tensr x) -> Tensor"); }},
     {"a schema default of the wrong type", Expect::Value, "bad", "default",
-     [](Inputs&) { Library("catalogue_c", Library::DEF).def("bad(Tensor x, float beta='x') -> Tensor"); }},
+     [](Inputs&) { Library library("catalogue_c", Library::DEF); library.def("bad(Tensor x, float beta='x') -> Tensor"); }},
     {"a schema naming another namespace", Expect::Value, "other_ns::op", "namespace 'catalogue_d'",
-     [](Inputs&) { Library("catalogue_d", Library::DEF).def("other_ns::op(Tensor x) -> Tensor"); }},
+     [](Inputs&) { Library library("catalogue_d", Library::DEF); library.def("other_ns::op(Tensor x) -> Tensor"); }},
     {"defining an operator twice", Expect::Value, "catalogue_e::op", "defined twice",
      [](Inputs&) {
        Library def("catalogue_e", Library::DEF);
        def.def("op(Tensor x) -> Tensor");
-       Library("catalogue_e", Library::FRAGMENT).def("op(Tensor x) -> Tensor");
+       Library library("catalogue_e", Library::FRAGMENT); library.def("op(Tensor x) -> Tensor");
      }},
     {"a second live DEF library for a namespace", Expect::Value, "catalogue_f", "defined twice",
      [](Inputs&) {
@@ -49,20 +49,20 @@ const Row dispatch_rows[] = {
     {"redefining the built-in strata namespace", Expect::Value, "strata", "defined twice",
      [](Inputs&) { Library again("strata", Library::DEF); }},
     {"def() from an IMPL library", Expect::Value, "catalogue_g", "IMPL",
-     [](Inputs&) { Library("catalogue_g", Library::IMPL, DispatchKey::CPU).def("op(Tensor x) -> Tensor"); }},
+     [](Inputs&) { Library library("catalogue_g", Library::IMPL, DispatchKey::CPU); library.def("op(Tensor x) -> Tensor"); }},
     {"impl() of an undefined operator", Expect::Value, "catalogue_h::missing", "impl for CPU",
-     [](Inputs&) { Library("catalogue_h", Library::IMPL, DispatchKey::CPU).impl("missing", identity_cpu); }},
+     [](Inputs&) { Library library("catalogue_h", Library::IMPL, DispatchKey::CPU); library.impl("missing", identity_cpu); }},
     {"impl() whose argument type does not match the schema", Expect::Type, "catalogue_i::op", "beta",
      [](Inputs&) {
        Library def("catalogue_i", Library::DEF);
        def.def("op(Tensor x, float beta) -> Tensor");
-       Library("catalogue_i", Library::IMPL, DispatchKey::CPU).impl("op", [](const Tensor& x, float) { return x; });
+       Library library("catalogue_i", Library::IMPL, DispatchKey::CPU); library.impl("op", [](const Tensor& x, float) { return x; });
      }},
     {"impl() with too few arguments", Expect::Type, "catalogue_j::op", "2 arguments",
      [](Inputs&) {
        Library def("catalogue_j", Library::DEF);
        def.def("op(Tensor x, float beta) -> Tensor");
-       Library("catalogue_j", Library::IMPL, DispatchKey::CPU).impl("op", [](const Tensor& x) { return x; });
+       Library library("catalogue_j", Library::IMPL, DispatchKey::CPU); library.impl("op", [](const Tensor& x) { return x; });
      }},
     {"typed<Sig>() that does not match the schema", Expect::Type, "catalogue_k::op", "typed<Sig>()",
      [](Inputs&) {
@@ -97,15 +97,15 @@ const Row dispatch_rows[] = {
     {"dump_dispatch_table() of an unknown operator", Expect::Value, "catalogue_none::op", "no operator",
      [](Inputs&) { (void)dump_dispatch_table("catalogue_none::op"); }},
     {"a fallback from a library with no key", Expect::Value, "catalogue_n", "fallback",
-     [](Inputs&) { Library("catalogue_n", Library::FRAGMENT).fallback([](const OperatorHandle&, Stack&) {}); }},
+     [](Inputs&) { Library library("catalogue_n", Library::FRAGMENT); library.fallback([](const OperatorHandle&, Stack&) {}); }},
     {"a schema with no return type", Expect::Value, "bad", "->",
-     [](Inputs&) { Library("catalogue_o", Library::DEF).def("bad(Tensor x)"); }},
+     [](Inputs&) { Library library("catalogue_o", Library::DEF); library.def("bad(Tensor x)"); }},
     {"replacing a built-in kernel with the wrong signature (the built-in stays)", Expect::Type, "strata::relu",
      "argument",
      [](Inputs& in) {
        Tensor x = in.watch(counting({2}));
        try {
-         Library("strata", Library::IMPL, DispatchKey::CPU).impl("relu", [](const Tensor& t, double) { return t; });
+         Library library("strata", Library::IMPL, DispatchKey::CPU); library.impl("relu", [](const Tensor& t, double) { return t; });
        } catch (const Error&) {
          CHECK(relu(x).sizes() == x.sizes());
          throw;
