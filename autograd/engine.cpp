@@ -345,15 +345,28 @@ void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& 
   }
 }
 
-void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
-              const tensor_list& inputs) {
+namespace {
+void run_backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
+                  const tensor_list* inputs) {
   edge_list roots = root_edges(tensors, "backward");
   tensor_list grads = root_gradients(tensors, grad_tensors, "backward");
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.create_graph = create_graph;
-  if (!inputs.empty()) return backward_into(inputs, task, roots, grads);
+  if (inputs) return backward_into(*inputs, task, roots, grads);
   execute(task, roots, grads);
+}
+}  // namespace
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph) {
+  run_backward(tensors, grad_tensors, retain_graph, create_graph, nullptr);
+}
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
+              const tensor_list& inputs) {
+  STRATA_CHECK_VALUE(!inputs.empty(), "[backward] the 'inputs' argument cannot be empty; leave it out to accumulate "
+                     "into every leaf");
+  run_backward(tensors, grad_tensors, retain_graph, create_graph, &inputs);
 }
 
 tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs,

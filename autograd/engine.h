@@ -6,9 +6,11 @@ namespace strata::autograd {
 
 // Accumulates d(tensors)/d(leaves) into the leaves' .grad. grad_tensors may be empty for
 // one-element outputs (a gradient of one is used). With `inputs`, only those tensors' .grad
-// accumulate (a non-leaf input's as retain_grad() keeps it).
+// accumulate (a non-leaf input's as retain_grad() keeps it); an explicit empty list is an error.
 void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {}, bool retain_graph = false,
-              bool create_graph = false, const tensor_list& inputs = {});
+              bool create_graph = false);
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
+              const tensor_list& inputs);
 
 // Returns d(outputs)/d(inputs) without touching .grad. An input the outputs do not depend on
 // throws unless allow_unused (then its gradient is undefined).

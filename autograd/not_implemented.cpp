@@ -43,7 +43,26 @@ void attach_inputs(Node& node, const Stack& stack, size_t first, size_t count, b
   }
 }
 
-void autograd_not_implemented_fallback(const OperatorHandle& op, Stack& stack) {
+// An op without a derivative may return at most one view (Tensor(a)), and only its first
+// output as a view of its first argument: autograd can track nothing else (PyTorch's rule).
+void check_view_returns(const OperatorHandle& op) {
+  const FunctionSchema& schema = op.schema();
+  int views = 0;
+  for (size_t r = 0; r < schema.returns.size(); ++r) {
+    const std::optional<AliasInfo>& alias = schema.returns[r].alias;
+    if (!alias || alias->is_write) continue;
+    STRATA_CHECK(++views == 1, "[", op.name(), "] expected only a single output in the operator schema to have a "
+                 "non-write alias annotation (Tensor(a)): ops without a derivative whose several outputs are views "
+                 "are not supported; give the op an Autograd kernel");
+    const std::optional<AliasInfo>& first = schema.arguments.empty() ? std::nullopt : schema.arguments[0].alias;
+    STRATA_CHECK(r == 0 && first && first->set == alias->set, "[", op.name(), "] ops without a derivative can only "
+                 "create view relationships between the first argument and the first output; give the op an "
+                 "Autograd kernel");
+  }
+}
+
+void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  check_view_returns(op);
   const size_t arguments = op.schema().arguments.size();
   const size_t first = stack.size() - arguments;
   auto node = std::make_shared<NotImplementedNode>(op.name());
@@ -51,7 +70,9 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, Stack& stack) {
   if (is_grad_enabled()) attach_inputs(*node, stack, first, arguments, any_requires_grad);
   {
     ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);
-    op.call_boxed(stack);
+    // On to the keys below autograd that this call dispatched with (not keys gathered again
+    // from the arguments: a caller may have redispatched with keys of its own).
+    op.redispatch_boxed(keys & DispatchKeySet(DispatchKeySet::FULL_AFTER, DispatchKey::Autograd), stack);
   }
   if (!any_requires_grad) return;
   const size_t results = op.schema().returns.size();
@@ -68,7 +89,7 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, Stack& stack) {
 }  // namespace
 }  // namespace strata::autograd
 
-STRATA_LIBRARY_IMPL(_, Autograd, m) { m.fallback(&strata::autograd::autograd_not_implemented_fallback); }
+STRATA_LIBRARY_IMPL(_, Autograd, m) { m.fallback(strata::BoxedKernelWithKeys(&strata::autograd::autograd_not_implemented_fallback)); }
 
 // The dispatcher runs autograd's in-place check before a mutable op's autograd kernel.
 // See Note [Mutation from the schema] in dispatch/dispatch_checks.cpp.

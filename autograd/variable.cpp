@@ -202,6 +202,12 @@ bool Tensor::retains_grad() const {
   return meta && meta->retain_grad_hook_ != 0;
 }
 
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  tensor_list grads;
+  if (gradient.defined()) grads.push_back(gradient);
+  autograd::backward({*this}, grads, retain_graph, create_graph);
+}
+
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, const tensor_list& inputs) const {
   tensor_list grads;
   if (gradient.defined()) grads.push_back(gradient);

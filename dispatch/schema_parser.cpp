@@ -26,7 +26,7 @@ namespace strata {
 //                                                   '*' must be followed by an argument
 //   returns  := '(' [ret (',' ret)*] ')' | ret      "()" means nothing is returned
 //   ret      := type [ident]                        no defaults, no '*'
-//   type     := base [alias] ['?'] ['[' [size] ']' ['?']]
+//   type     := base [alias] ['?'] ['[' [size] ']' ['?'] [alias]]
 //                 "Tensor?" optional, "Tensor?[]" list of optional Tensors,
 //                 "int[2]" list of 2 ints, "int[]?" optional list
 //   base     := Tensor | int | SymInt | float | bool | str | Scalar | ScalarType | Device
@@ -388,7 +388,14 @@ void Parser::parse_name(FunctionSchema& schema) {
   schema.name = identifier("an operator name");
   if (consume("::")) schema.name += "::" + std::string(identifier("an operator name after '::'"));
   label_ = schema.name;
-  if (consume(".")) schema.overload_name = identifier("an overload name after '.'");
+  if (consume(".")) {
+    const size_t begin = pos_;
+    schema.overload_name = identifier("an overload name after '.'");
+    // As in PyTorch: `default` names the overload without a name, and `__...` names clash with
+    // Python attributes of torch.ops (so schemas stay portable).
+    if (schema.overload_name == "default" || schema.overload_name.starts_with("__"))
+      fail(begin, "overload name '" + schema.overload_name + "' is reserved");
+  }
   label_ = schema.full_name();
 }
 
@@ -461,7 +468,13 @@ void Parser::parse_type(Argument& arg) {
   size_t paren_pos = pos_;
   if (consume("(")) arg.alias = parse_alias(arg.type.base, paren_pos);
   arg.type.optional = consume("?");
-  if (consume("[")) parse_list_suffix(arg.type);
+  if (consume("[")) {
+    parse_list_suffix(arg.type);
+    // PyTorch also writes a list's alias after the brackets: Tensor[](a) is Tensor(a)[].
+    skip_space();
+    paren_pos = pos_;
+    if (!arg.alias && consume("(")) arg.alias = parse_alias(arg.type.base, paren_pos);
+  }
 }
 
 BaseType Parser::parse_base_type() {

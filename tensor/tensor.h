@@ -198,9 +198,9 @@ class Tensor {
   void retain_grad() const;
   bool retains_grad() const;
   // With `inputs`, only those tensors' .grad accumulate (non-leaf inputs keep theirs as
-  // retain_grad() would).
-  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,
-                const std::vector<Tensor>& inputs = {}) const;
+  // retain_grad() would); an empty list given explicitly is an error, as in LibTorch.
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  void backward(const Tensor& gradient, bool retain_graph, bool create_graph, const std::vector<Tensor>& inputs) const;
   // hook(grad) runs when this tensor's gradient is computed; a defined result replaces it.
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
   template <class F>

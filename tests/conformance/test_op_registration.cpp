@@ -42,14 +42,6 @@ constexpr const char* kNs2 = "conf_lib";  // upstream "test"
 std::string qualified(const char* ns, const char* name) { return std::string(ns) + "::" + name; }
 std::string prefix(const char* ns, const char* name) { return "[" + qualified(ns, name) + "]"; }
 
-DispatchKey autograd_key_of(DispatchKey backend) {
-  switch (backend) {
-    case DispatchKey::CPU: return DispatchKey::AutogradCPU;
-    case DispatchKey::CUDA: return DispatchKey::AutogradCUDA;
-    default: return DispatchKey::AutogradMeta;
-  }
-}
-
 DispatchKeySet autograd_keys() {
   return DispatchKeySet(DispatchKey::AutogradCPU).add(DispatchKey::AutogradCUDA).add(DispatchKey::AutogradMeta);
 }
@@ -295,7 +287,7 @@ TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.whenRe
 // differs: a boxed kernel has no signature to infer a schema from, so def(name, boxed) is refused.
 TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.whenRegisteringMultipleKernelsByNameAndNoneCanInferSchema_thenFails") {
   Library m(kNs, Library::DEF);
-  expect_error<Error>([&] { m.def("dummy", BoxedKernel(stack_based_kernel)); }, "[");
+  expect_error<Error>([&] { m.def("dummy", BoxedKernelWithKeys(stack_based_kernel)); }, "[");
 }
 
 // differs: XLA, Lazy -> Meta.
@@ -303,9 +295,9 @@ TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.whenRe
   bool called_kernel = false;
   Library m(kNs, Library::DEF);
   m.def("dummy(Tensor dummy) -> ()");
-  m.impl("dummy", BoxedKernel(stack_based_kernel), DispatchKey::CPU);
-  m.impl("dummy", BoxedKernel(stack_based_kernel), DispatchKey::CUDA);
-  m.impl("dummy", BoxedKernel(stack_based_kernel), DispatchKey::Meta);
+  m.impl("dummy", BoxedKernelWithKeys(stack_based_kernel), DispatchKey::CPU);
+  m.impl("dummy", BoxedKernelWithKeys(stack_based_kernel), DispatchKey::CUDA);
+  m.impl("dummy", BoxedKernelWithKeys(stack_based_kernel), DispatchKey::Meta);
 
   REQUIRE(has_op(qualified(kNs, "dummy")));  // assert schema is registered
   OperatorHandle op = find_op(qualified(kNs, "dummy"));
@@ -327,9 +319,9 @@ TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.whenRe
   bool called_kernel = false;
   Library m(kNs, Library::DEF);
   m.def("dummy(Tensor dummy) -> ()");
-  m.impl("dummy", BoxedKernel(stack_based_kernel), DispatchKey::CPU);
+  m.impl("dummy", BoxedKernelWithKeys(stack_based_kernel), DispatchKey::CPU);
   m.impl("dummy", [&called_kernel](const Tensor&) { called_kernel = true; }, DispatchKey::CUDA);
-  m.impl("dummy", BoxedKernel(stack_based_kernel), DispatchKey::Meta);
+  m.impl("dummy", BoxedKernelWithKeys(stack_based_kernel), DispatchKey::Meta);
 
   REQUIRE(has_op(qualified(kNs, "dummy")));  // assert schema is registered
   OperatorHandle op = find_op(qualified(kNs, "dummy"));
@@ -779,8 +771,8 @@ TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.testAv
   test_arg_types<IntArrayRef, std::vector<int64_t>>(
       std::vector<int64_t>(), [](const IntArrayRef& v) { CHECK(0 == v.size()); }, std::vector<int64_t>(),
       [](const IValue& v) { CHECK(0 == v.to_int_list().size()); }, "(int[] a) -> int[]");
-  test_arg_types<ArrayRef<bool>, std::vector<bool>>(
-      std::vector<bool>(), [](const ArrayRef<bool>& v) { CHECK(0 == v.size()); }, std::vector<bool>(),
+  test_arg_types<std::vector<bool>, std::vector<bool>>(
+      std::vector<bool>(), [](const std::vector<bool>& v) { CHECK(0 == v.size()); }, std::vector<bool>(),
       [](const IValue& v) { CHECK(0 == v.to_bool_list().size()); }, "(bool[] a) -> bool[]");
 
   // list types (with non-empty list)
@@ -792,9 +784,9 @@ TEST_CASE("conformance op_registration_test.cpp: OperatorRegistrationTest.testAv
       std::vector<int64_t>({1, 2}), [](const IntArrayRef& v) { CHECK(v.vec() == std::vector<int64_t>({1, 2})); },
       std::vector<int64_t>({3, 4}), [](const IValue& v) { CHECK(v.to_int_list() == std::vector<int64_t>({3, 4})); },
       "(int[] a) -> int[]");
-  test_arg_types<ArrayRef<bool>, std::vector<bool>>(
+  test_arg_types<std::vector<bool>, std::vector<bool>>(
       std::vector<bool>({true, false}),
-      [](const ArrayRef<bool>& v) {
+      [](const std::vector<bool>& v) {
         REQUIRE(v.size() == 2);
         CHECK(v[0] == true);
         CHECK(v[1] == false);
@@ -1564,7 +1556,7 @@ TEST_CASE("conformance op_registration_test.cpp: NewOperatorRegistrationTest.Cpp
   m.def("fn3", [](const Tensor& x) { return x; });
   // These require explicit schema
   m.def("fn5(Tensor x) -> Tensor", dummy_fn);
-  m.def("fn6(Tensor x) -> Tensor", BoxedKernel(backend_fallback_kernel));
+  m.def("fn6(Tensor x) -> Tensor", BoxedKernelWithKeys(backend_fallback_kernel));
 
   for (const char* name : {"fn1", "fn2", "fn3", "fn5", "fn6"}) CHECK(has_op(qualified(kNs2, name)));
 }
