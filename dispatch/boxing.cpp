@@ -96,7 +96,8 @@ constexpr std::pair<std::string_view, ScalarType> k_dtype_names[] = {
     {"bool", kBool},         {"uint8", kUInt8},     {"int32", kInt32},     {"int", kInt32},
     {"int64", kInt64},       {"long", kInt64},      {"float16", kFloat16}, {"half", kFloat16},
     {"bfloat16", kBFloat16}, {"float32", kFloat32}, {"float", kFloat32},   {"float64", kFloat64},
-    {"double", kFloat64}};
+    {"double", kFloat64},    {"int8", kInt8},       {"char", kInt8},       {"int16", kInt16},
+    {"short", kInt16}};
 constexpr std::pair<std::string_view, int64_t> k_int_identifiers[] = {
     {"Mean", 1}, {"Sum", 2}, {"contiguous_format", 0}, {"preserve_format", 1}, {"channels_last", 2},
     {"channels_last_3d", 3}, {"strided", 0}};

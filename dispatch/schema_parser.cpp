@@ -183,7 +183,8 @@ DefaultRule default_rule(BaseType base) {
 constexpr std::string_view k_int_identifiers[] = {"Mean", "Sum"};
 constexpr std::string_view k_dtype_identifiers[] = {"bool",    "uint8", "int32",    "int",     "int64",
                                                     "long",    "float16", "half",   "bfloat16", "float32",
-                                                    "float",   "float64", "double"};
+                                                    "float",   "float64", "double", "int8",    "char",
+                                                    "int16",   "short"};
 constexpr std::string_view k_layout_identifiers[] = {"strided"};
 constexpr std::string_view k_memory_format_identifiers[] = {"contiguous_format", "preserve_format",
                                                             "channels_last", "channels_last_3d"};

@@ -30,6 +30,8 @@ TEST_CASE("boxing: list, dtype, device, layout and memory-format defaults box") 
   CHECK(boxed_default("ScalarType d=long").to_scalar_type() == kInt64);
   CHECK(boxed_default("ScalarType? d=float").to_scalar_type() == kFloat32);
   CHECK(boxed_default("ScalarType d=bfloat16").to_scalar_type() == kBFloat16);
+  CHECK(boxed_default("ScalarType d=int8").to_scalar_type() == kInt8);
+  CHECK(boxed_default("ScalarType d=short").to_scalar_type() == kInt16);
   CHECK(boxed_default("Device d=meta").to_device() == Device(kMeta));
   CHECK(boxed_default("Device d='cpu'").to_device() == Device(kCPU));
   CHECK(boxed_default("int r=Sum").to_int() == 2);
