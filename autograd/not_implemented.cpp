@@ -80,6 +80,14 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
     if (out.defined() && out.is_floating_point()) detail::set_history(out, node, node->add_output_metadata(out));
   };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
+    // A leaf that requires grad among the results is an input returned as it is: it gets its own
+    // identity to record on, as in Function::apply (recording on the leaf itself would make it
+    // the input of its own grad_fn, a cycle, and no longer a leaf).
+    if (stack[i].is_tensor() && stack[i].to_tensor().defined() && !op.schema().is_mutable()) {
+      const Tensor& out = stack[i].to_tensor();
+      if (detail::requires_grad(out) && out.is_leaf())
+        stack[i] = IValue(strata::detail::make_alias(out, out.sizes(), out.strides(), out.storage_offset()));
+    }
     if (stack[i].is_tensor()) record(stack[i].to_tensor());
     else if (stack[i].is_tensor_list())  // every tensor of a Tensor[] return
       for (const Tensor& out : stack[i].to_tensor_list()) record(out);

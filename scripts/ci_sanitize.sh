@@ -22,6 +22,7 @@ case "${1:-}" in
     configure build-asan address,undefined
     cmake --build build-asan -j"$jobs"
     export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0
+    export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     ctest --test-dir build-asan --output-on-failure
     ;;

@@ -71,6 +71,8 @@ TEST_CASE("reclaim: Library create/destroy cycles keep memory flat") {
   for (int i = 0; i < kCycles; ++i) cycle(i);
   const int64_t growth = resident_bytes() - before;
   MESSAGE("RSS growth over " << kCycles << " cycles: " << growth << " bytes");
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed blocks resident
   CHECK(growth < 8 * 1024 * 1024);
+#endif
   CHECK(detail::retired_count() < 1000);
 }
