@@ -2,6 +2,8 @@
 // Shared test helpers.
 #include <doctest/doctest.h>
 
+#include <strata/strata.h>
+
 #include <sys/resource.h>
 
 #include <csignal>
@@ -14,6 +16,13 @@
 #include <string_view>
 
 namespace strata::testing {
+
+// A 0-d float32 tensor holding `value` (on Meta: shape and dtype only), made without dispatch.
+inline Tensor scalar_tensor(float value, Device device = kCPU) {
+  Tensor t = detail::make_empty({}, kFloat32, device);
+  if (device.is_cpu()) *t.data_ptr<float>() = value;
+  return t;
+}
 
 // Runs fn, requires it to throw E, and checks the message starts with `prefix` (e.g. "[add]")
 // and contains every fragment.

@@ -8,14 +8,10 @@
 #include "../test_util.h"
 
 using namespace strata;
+using strata::testing::scalar_tensor;
 using strata::testing::expect_error;
 
 namespace {
-Tensor scalar_tensor(float value) {
-  Tensor t = detail::make_empty({}, kFloat32, kCPU);
-  *t.data_ptr<float>() = value;
-  return t;
-}
 IValue boxed_default(const std::string& argument) {
   FunctionSchema schema = parse_schema("f(" + argument + ") -> ()");
   return detail::default_to_ivalue(schema.arguments.at(0), "f");

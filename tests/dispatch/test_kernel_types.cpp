@@ -8,14 +8,10 @@
 #include "../test_util.h"
 
 using namespace strata;
+using strata::testing::scalar_tensor;
 using strata::testing::expect_error;
 
 namespace {
-Tensor scalar_tensor(float value) {
-  Tensor t = detail::make_empty({}, kFloat32, kCPU);
-  *t.data_ptr<float>() = value;
-  return t;
-}
 template <class T>
 std::string text(const T& value) {
   std::ostringstream out;

@@ -6,14 +6,9 @@
 #include "../test_util.h"
 
 using namespace strata;
+using strata::testing::scalar_tensor;
 
 namespace {
-
-Tensor scalar_tensor(float value, Device device = kCPU) {
-  Tensor t = detail::make_empty({}, kFloat32, device);
-  if (device.is_cpu()) *t.data_ptr<float>() = value;
-  return t;
-}
 
 Tensor plus_one_cpu(const Tensor& x, double beta) { return scalar_tensor(x.item<float>() + static_cast<float>(beta)); }
 Tensor plus_one_meta(const Tensor& x, double) { return detail::make_empty(x.sizes(), x.dtype(), kMeta); }

@@ -8,14 +8,9 @@
 #include "../test_util.h"
 
 using namespace strata;
+using strata::testing::scalar_tensor;
 
 namespace {
-
-Tensor scalar_tensor(float value, Device device = kCPU) {
-  Tensor t = detail::make_empty({}, kFloat32, device);
-  if (device.is_cpu()) *t.data_ptr<float>() = value;
-  return t;
-}
 
 const Tensor& scale_cpu(const Tensor& x, double factor) {
   *x.data_ptr<float>() *= static_cast<float>(factor);

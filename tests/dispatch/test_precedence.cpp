@@ -9,14 +9,9 @@
 #include "../test_util.h"
 
 using namespace strata;
+using strata::testing::scalar_tensor;
 
 namespace {
-
-Tensor scalar_tensor(float value, Device device = kCPU) {
-  Tensor t = detail::make_empty({}, kFloat32, device);
-  if (device.is_cpu()) *t.data_ptr<float>() = value;
-  return t;
-}
 
 // Which kernel served the last call.
 std::string last_kernel;
@@ -90,6 +85,7 @@ TEST_CASE("precedence: a CPU kernel beats a composite for CPU tensors that requi
   CHECK(last_kernel == "composite");
 
   Library derivative("prec_ops", Library::IMPL, DispatchKey::Autograd);
+  const int registered_at = __LINE__ + 1;
   derivative.impl("twice", autograd::kernel<Doubling>());
   Tensor z = call_twice(x);
   CHECK(last_kernel == "cpu");  // Doubling's forward redispatched to the CPU kernel
@@ -105,7 +101,8 @@ TEST_CASE("precedence: a CPU kernel beats a composite for CPU tensors that requi
   CHECK(dump.find("AutogradMeta: kernel registered at") != std::string::npos);
   CHECK(dump.find("(via CompositeImplicitAutograd)") != std::string::npos);
   CHECK(dump.find("Autograd: tests/dispatch/test_precedence.cpp") != std::string::npos);
-  CHECK(dump.find("Autograd: tests/dispatch/test_precedence.cpp:93 (active for AutogradCPU);") != std::string::npos);
+  CHECK(dump.find(detail::str_cat("Autograd: tests/dispatch/test_precedence.cpp:", registered_at,
+                                  " (active for AutogradCPU);")) != std::string::npos);
 }
 
 TEST_CASE("precedence: CompositeImplicitAutograd outranks an Autograd alias registration") {

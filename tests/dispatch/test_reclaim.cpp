@@ -7,7 +7,10 @@
 
 #include <strata/strata.h>
 
+#include "../test_util.h"
+
 using namespace strata;
+using strata::testing::scalar_tensor;
 
 namespace {
 
@@ -17,12 +20,6 @@ int64_t resident_bytes() {
   int64_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * sysconf(_SC_PAGESIZE);
-}
-
-Tensor scalar_tensor(float value) {
-  Tensor t = detail::make_empty({}, kFloat32, kCPU);
-  *t.data_ptr<float>() = value;
-  return t;
 }
 
 }  // namespace
