@@ -163,7 +163,9 @@ namespace {
 using autograd::AutogradContext;
 
 // max() and min() over all elements: the gradient is shared evenly by every element equal
-// to the result (every NaN when the result is NaN), as in PyTorch.
+// to the result (every NaN when the result is NaN), as in PyTorch. The NaN case is chosen
+// by `where` on the device, not by reading the result on the host, so backward runs on any
+// device (Meta included).
 template <bool is_max>
 struct ExtremumAllFunction : autograd::Function<ExtremumAllFunction<is_max>> {
   static constexpr std::string_view name() { return is_max ? "MaxBackward" : "MinBackward"; }
@@ -175,7 +177,7 @@ struct ExtremumAllFunction : autograd::Function<ExtremumAllFunction<is_max>> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
     const Tensor &self = saved[0], &result = saved[1];
-    const Tensor picked = std::isnan(result.item<double>()) ? ne(self, self) : eq(self, result);
+    const Tensor picked = where(ne(result, result), ne(self, self), eq(self, result));
     const Tensor share = grads[0] / sum(picked);
     return {where(picked, share, zeros({}, share.options()))};
   }

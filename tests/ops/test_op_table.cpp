@@ -1,0 +1,398 @@
+// The op table (op_table.h) run on every backend present: forward values and gradients against
+// the CPU in float64, Meta against the CPU for sizes, strides and dtypes, backward on Meta, the
+// dtypes each entry claims, and a registry check that every public op has an entry.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "op_table.h"
+#include "op_table_entries.h"
+#include "op_table_entries_2.h"
+#include "op_table_entries_3.h"
+#include "op_test_util.h"
+
+namespace strata::optable {
+
+const std::vector<OpEntry>& op_table() {
+  static const std::vector<OpEntry> table = [] {
+    std::vector<OpEntry> all;
+    for (auto family : {&entries::creation_entries, &entries::pointwise_entries, &entries::unary_entries,
+                        &entries::compare_entries, &entries::reduce_entries, &entries::linalg_entries,
+                        &entries::shape_entries, &entries::index_entries, &entries::nn_entries, &entries::conv_entries,
+                        &entries::loss_entries, &entries::optim_entries})
+      for (OpEntry& e : family()) all.push_back(std::move(e));
+    return all;
+  }();
+  return table;
+}
+
+const std::vector<CoveredOp>& covered_ops() {
+  static const std::vector<CoveredOp> covered = {
+      {"strata::_conv2d_backward", "strata::conv2d"},
+      {"strata::max_pool2d_with_indices_backward", "strata::max_pool2d_with_indices"},
+      {"strata::nll_loss_forward", "strata::nll_loss"},
+      {"strata::nll_loss_backward", "strata::nll_loss"},
+      {"strata::_softmax_backward_data", "strata::softmax.int"},
+      {"strata::_log_softmax_backward_data", "strata::log_softmax.int"},
+      {"strata::native_dropout", "strata::dropout"},
+      {"strata::native_layer_norm", "strata::layer_norm"},
+      {"strata::embedding_dense_backward", "strata::embedding"},
+  };
+  return covered;
+}
+
+}  // namespace strata::optable
+
+using namespace strata;
+using namespace strata::optable;
+
+namespace {
+
+// Every backend present: the CPU always, CUDA when a device is there.
+std::vector<Device> backends() {
+  std::vector<Device> devices = {Device(kCPU)};
+  if (cuda::is_available()) devices.emplace_back(kCUDA, 0);
+  return devices;
+}
+
+// The entry's samples at `dtype`, made with a seed of the entry and dtype (so each run and
+// each backend sees the same values).
+std::vector<Sample> samples_of(const OpEntry& entry, ScalarType dtype) {
+  sample_seed() = std::hash<std::string>{}(entry.name) % 100000 * 100 + static_cast<uint64_t>(dtype) * 10000000;
+  return entry.samples(dtype);
+}
+
+// The sample's bases on `device`, floating ones in float64 when `to_float64`.
+tensor_list bases_of(const Sample& s, Device device, bool to_float64) {
+  tensor_list bases;
+  for (const Arg& arg : s.args) {
+    Tensor base = arg.base;
+    if (to_float64 && base.is_floating_point()) base = base.to(kFloat64);
+    if (!device.is_cpu()) base = base.to(TensorOptions(device));
+    bases.push_back(base);
+  }
+  return bases;
+}
+
+tensor_list run(const Sample& s, const tensor_list& bases, const Env& env) {
+  tensor_list inputs;
+  for (size_t i = 0; i < s.args.size(); ++i) inputs.push_back(layout_view(bases[i], s.args[i].layout, s.args[i].sizes));
+  return s.call(inputs, env);
+}
+
+std::string where_(const OpEntry& entry, ScalarType dtype, const Sample& s, Device device) {
+  std::ostringstream out;
+  out << entry.name << " " << dtype_name(dtype) << " sample \"" << s.desc << "\" on " << device;
+  return out.str();
+}
+
+struct Tolerance {
+  double atol, rtol;
+};
+
+// The coarsest of the dtypes' tolerances (exact when none is floating).
+Tolerance tolerance_for(std::initializer_list<ScalarType> dtypes, double scale) {
+  Tolerance t{0, 0};
+  for (ScalarType dtype : dtypes) {
+    Tolerance d{0, 0};
+    if (dtype == kFloat64) d = {1e-7, 1e-7};
+    else if (dtype == kFloat32) d = {1e-4, 1e-4};
+    else if (dtype == kFloat16) d = {1e-2, 1e-2};
+    else if (dtype == kBFloat16) d = {4e-2, 4e-2};
+    t = {std::max(t.atol, d.atol * scale), std::max(t.rtol, d.rtol * scale)};
+  }
+  return t;
+}
+
+// "" when `actual` matches `expected` (sizes, then values within tolerance; NaN matches NaN).
+std::string compare_values(const Tensor& actual, const Tensor& expected, Tolerance tol) {
+  if (actual.sizes() != expected.sizes()) {
+    std::ostringstream out;
+    out << "sizes " << actual.sizes() << " but the reference has " << expected.sizes();
+    return out.str();
+  }
+  const std::vector<double> a = testing::values_of(actual.to(TensorOptions(Device(kCPU))));
+  const std::vector<double> e = testing::values_of(expected.to(TensorOptions(Device(kCPU))));
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(e[i])) continue;
+    if (a[i] == e[i]) continue;
+    if (std::abs(a[i] - e[i]) <= tol.atol + tol.rtol * std::abs(e[i])) continue;
+    std::ostringstream out;
+    out << "element " << i << " is " << a[i] << ", the float64 reference " << e[i] << " (atol " << tol.atol << ", rtol "
+        << tol.rtol << ")";
+    return out.str();
+  }
+  return "";
+}
+
+// Runs fn, turning an exception into a failure naming `context`. False when it threw.
+template <class Fn>
+bool guarded(const std::string& context, Fn&& fn) {
+  try {
+    fn();
+    return true;
+  } catch (const std::exception& error) {
+    FAIL_CHECK(context << ": threw " << std::string(error.what()));
+    return false;
+  }
+}
+
+// The positions of the sample's differentiable args (the entry's, where floating).
+std::vector<size_t> grad_positions(const OpEntry& entry, const Sample& s) {
+  std::vector<size_t> positions;
+  for (size_t p : entry.grad_inputs)
+    if (p < s.args.size() && s.args[p].base.is_floating_point()) positions.push_back(p);
+  return positions;
+}
+
+// Gradients of the entry's differentiable outputs with respect to the args at `positions`,
+// for a fixed grad_output of multiples of 1/8 in [-1, 1] (exact in every dtype; shape and
+// dtype only on Meta). Undefined where an input is unused.
+tensor_list gradients(const OpEntry& entry, const Sample& s, const std::vector<size_t>& positions, Device device,
+                      ScalarType dtype, bool to_float64) {
+  tensor_list bases = bases_of(s, device, to_float64);
+  tensor_list leaves;
+  for (size_t p : positions) {
+    bases[p] = bases[p].detach().requires_grad_();
+    leaves.push_back(bases[p]);
+  }
+  const tensor_list outputs = run(s, bases, Env{device, to_float64 ? kFloat64 : dtype});
+  tensor_list differentiable, grad_outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const bool listed = entry.grad_outputs.empty() ||
+                        std::find(entry.grad_outputs.begin(), entry.grad_outputs.end(), i) != entry.grad_outputs.end();
+    const Tensor& out = outputs[i];
+    if (!listed || !out.defined() || !out.requires_grad() || !out.is_floating_point()) continue;
+    differentiable.push_back(out);
+    if (device.is_meta()) {
+      grad_outputs.push_back(empty(out.sizes(), out.options()));
+    } else {
+      manual_seed(1000 + i);
+      grad_outputs.push_back((randint(-8, 9, out.sizes(), kFloat64) / 8.0).to(out.options()));
+    }
+  }
+  REQUIRE_MESSAGE(!differentiable.empty(), "no output of " << entry.name << " requires grad for sample " << s.desc);
+  return autograd::grad(differentiable, leaves, grad_outputs, false, false, /*allow_unused=*/true);
+}
+
+Tensor or_zeros(const Tensor& grad, const Tensor& like) { return grad.defined() ? grad : zeros_like(like); }
+
+}  // namespace
+
+TEST_CASE("op table: forward values on every backend match the CPU in float64") {
+  int compared = 0;
+  for (const OpEntry& entry : op_table()) {
+    for (ScalarType dtype : entry.dtypes) {
+      const bool floating = is_floating_point(dtype);
+      for (const Sample& s : samples_of(entry, dtype)) {
+        const std::string context = where_(entry, dtype, s, Device(kCPU));
+        tensor_list cpu, reference;
+        if (!guarded(context, [&] { cpu = run(s, bases_of(s, Device(kCPU), false), Env{Device(kCPU), dtype}); })) continue;
+        if (entry.values == Values::Deterministic && floating &&
+            !guarded(context + " (float64 reference)",
+                     [&] { reference = run(s, bases_of(s, Device(kCPU), true), Env{Device(kCPU), kFloat64}); }))
+          continue;
+        for (Device device : backends()) {
+          INFO(where_(entry, dtype, s, device));
+          tensor_list out = cpu;
+          if (!device.is_cpu() && !guarded(where_(entry, dtype, s, device),
+                                           [&] { out = run(s, bases_of(s, device, false), Env{device, dtype}); }))
+            continue;
+          REQUIRE(out.size() == cpu.size());
+          for (size_t i = 0; i < out.size(); ++i) {
+            INFO("output " << i);
+            CHECK(out[i].dtype() == cpu[i].dtype());
+            CHECK(out[i].sizes() == cpu[i].sizes());
+            CHECK(out[i].device() == device);
+            if (entry.values == Values::Random && entry.check_random) {
+              tensor_list inputs;
+              for (size_t a = 0; a < s.args.size(); ++a)
+                inputs.push_back(layout_view(s.args[a].base, s.args[a].layout, s.args[a].sizes));
+              tensor_list on_cpu;
+              for (const Tensor& t : out) on_cpu.push_back(t.to(TensorOptions(Device(kCPU))));
+              entry.check_random(inputs, on_cpu);
+              break;
+            }
+            if (entry.values != Values::Deterministic) continue;
+            if (!floating) {  // integral and bool samples: exact against the CPU
+              if (!device.is_cpu()) CHECK_MESSAGE(compare_values(out[i], cpu[i], {0, 0}) == "", compare_values(out[i], cpu[i], {0, 0}));
+              continue;
+            }
+            const Tolerance tol = tolerance_for({dtype, out[i].dtype()}, entry.tolerance_scale);
+            const std::string mismatch = compare_values(out[i], reference[i], tol);
+            CHECK_MESSAGE(mismatch == "", mismatch);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared > 1000);
+}
+
+TEST_CASE("op table: gradients on every backend match the CPU in float64") {
+  int compared = 0;
+  for (const OpEntry& entry : op_table()) {
+    if (!entry.differentiable() || entry.values != Values::Deterministic) continue;
+    for (ScalarType dtype : entry.dtypes) {
+      if (!is_floating_point(dtype)) continue;
+      for (const Sample& s : samples_of(entry, dtype)) {
+        const std::vector<size_t> positions = grad_positions(entry, s);
+        if (positions.empty()) continue;
+        tensor_list reference;
+        if (!guarded(where_(entry, dtype, s, Device(kCPU)) + " (float64 backward)",
+                     [&] { reference = gradients(entry, s, positions, Device(kCPU), dtype, true); }))
+          continue;
+        for (Device device : backends()) {
+          const std::string context = where_(entry, dtype, s, device) + " backward";
+          INFO(context);
+          tensor_list grads;
+          if (!guarded(context, [&] { grads = gradients(entry, s, positions, device, dtype, false); })) continue;
+          REQUIRE(grads.size() == positions.size());
+          for (size_t i = 0; i < grads.size(); ++i) {
+            INFO("gradient of input " << positions[i]);
+            const Tensor& base = s.args[positions[i]].base;
+            if (grads[i].defined()) {
+              CHECK(grads[i].dtype() == base.dtype());
+              CHECK(grads[i].device() == device);
+            }
+            const Tensor expected = or_zeros(reference[i], base.to(kFloat64));
+            const Tolerance tol = tolerance_for({dtype}, 2 * entry.tolerance_scale);
+            const std::string mismatch = compare_values(or_zeros(grads[i], base), expected, tol);
+            CHECK_MESSAGE(mismatch == "", mismatch);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared > 500);
+}
+
+TEST_CASE("op table: Meta gives the CPU's sizes, strides and dtypes") {
+  int compared = 0;
+  for (const OpEntry& entry : op_table()) {
+    for (ScalarType dtype : entry.dtypes) {
+      for (const Sample& s : samples_of(entry, dtype)) {
+        const std::string context = where_(entry, dtype, s, Device(kMeta));
+        INFO(context);
+        tensor_list cpu, meta;
+        if (!guarded(context, [&] { cpu = run(s, bases_of(s, Device(kCPU), false), Env{Device(kCPU), dtype}); })) continue;
+        if (!guarded(context, [&] { meta = run(s, bases_of(s, Device(kMeta), false), Env{Device(kMeta), dtype}); })) continue;
+        REQUIRE(meta.size() == cpu.size());
+        for (size_t i = 0; i < meta.size(); ++i) {
+          INFO("output " << i);
+          CHECK(meta[i].is_meta());
+          CHECK(meta[i].dtype() == cpu[i].dtype());
+          CHECK(meta[i].sizes() == cpu[i].sizes());
+          CHECK(meta[i].strides() == cpu[i].strides());
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared > 1000);
+}
+
+TEST_CASE("op table: backward of every differentiable op runs on Meta and gives Meta gradients") {
+  int checked = 0;
+  for (const OpEntry& entry : op_table()) {
+    if (!entry.differentiable()) continue;
+    for (ScalarType dtype : entry.dtypes) {
+      if (!is_floating_point(dtype)) continue;
+      for (const Sample& s : samples_of(entry, dtype)) {
+        const std::vector<size_t> positions = grad_positions(entry, s);
+        if (positions.empty()) continue;
+        const std::string context = where_(entry, dtype, s, Device(kMeta)) + " backward";
+        INFO(context);
+        tensor_list cpu, meta;
+        if (!guarded(context + " (CPU)", [&] { cpu = gradients(entry, s, positions, Device(kCPU), dtype, false); })) continue;
+        if (!guarded(context, [&] { meta = gradients(entry, s, positions, Device(kMeta), dtype, false); })) continue;
+        REQUIRE(meta.size() == positions.size());
+        for (size_t i = 0; i < meta.size(); ++i) {
+          INFO("gradient of input " << positions[i]);
+          const Tensor& base = s.args[positions[i]].base;
+          CHECK(meta[i].defined() == cpu[i].defined());
+          if (!meta[i].defined()) continue;
+          CHECK(meta[i].is_meta());
+          CHECK(meta[i].sizes() == base.sizes());
+          CHECK(meta[i].dtype() == base.dtype());
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 500);
+}
+
+TEST_CASE("op table: each entry supports exactly the dtypes it lists") {
+  // A dtype outside an entry's list must be refused by some sample (a TypeError, say); one in
+  // the list runs every sample (the forward test checks that).
+  if (!std::getenv("STRATA_OPTABLE_DISCOVER")) {
+    for (const OpEntry& entry : op_table()) {
+      for (ScalarType dtype : kAllTypes) {
+        if (std::find(entry.dtypes.begin(), entry.dtypes.end(), dtype) != entry.dtypes.end()) continue;
+        bool refused = false;
+        for (const Sample& s : samples_of(entry, dtype)) {
+          try {
+            run(s, bases_of(s, Device(kCPU), false), Env{Device(kCPU), dtype});
+          } catch (const std::exception&) {
+            refused = true;
+            break;
+          }
+        }
+        CHECK_MESSAGE(refused, entry.name << " runs every sample at " << dtype_name(dtype) << ", which it does not list");
+      }
+    }
+    return;
+  }
+  for (const OpEntry& entry : op_table()) {
+    std::string supported;
+    for (ScalarType dtype : kAllTypes) {
+      bool ok = true;
+      std::string why;
+      for (const Sample& s : samples_of(entry, dtype)) {
+        try {
+          run(s, bases_of(s, Device(kCPU), false), Env{Device(kCPU), dtype});
+        } catch (const std::exception& e) {
+          ok = false;
+          why = e.what();
+          break;
+        }
+      }
+      if (ok) supported += std::string(dtype_name(dtype)) + " ";
+      else MESSAGE(entry.name << " " << dtype_name(dtype) << ": " << why.substr(0, 120));
+    }
+    MESSAGE(entry.name << ": " << supported);
+  }
+}
+
+TEST_CASE("op table: every public op has an entry, or is covered by one") {
+  std::map<std::string, const OpEntry*> entries;
+  for (const OpEntry& entry : op_table()) {
+    INFO("entry " << entry.name);
+    CHECK_MESSAGE(entries.emplace(entry.name, &entry).second, "two entries for " << entry.name);
+    CHECK_MESSAGE(has_op(entry.name), entry.name << " names no registered op");
+    CHECK(!entry.dtypes.empty());
+  }
+  std::set<std::string> covered;
+  for (const CoveredOp& c : covered_ops()) {
+    INFO("covered op " << c.name);
+    CHECK(has_op(c.name));
+    CHECK_MESSAGE(!entries.count(c.name), c.name << " has an entry and is also listed as covered");
+    CHECK_MESSAGE(entries.count(c.covered_by), c.name << " is covered by " << c.covered_by << ", which has no entry");
+    covered.insert(c.name);
+  }
+  int public_ops = 0;
+  for (const std::string& name : registered_ops()) {
+    if (name.rfind("strata::", 0) != 0) continue;
+    ++public_ops;
+    CHECK_MESSAGE((entries.count(name) || covered.count(name)),
+                  name << " has no op table entry (tests/ops/op_table_entries*.h) and no covered_by");
+  }
+  CHECK(public_ops >= 100);
+}
