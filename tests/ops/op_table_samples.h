@@ -114,6 +114,14 @@ inline OpEntry binary_entry(std::string name, std::vector<ScalarType> dtypes, D 
     samples.push_back({"[3, 4] with [4] of another dtype",
                        {make_arg({3, 4}, dtype, Layout::Contiguous, first), make_arg({4}, other, Layout::Contiguous, second)},
                        [fn](const tensor_list& in, const Env&) { return fn(in[0], in[1]); }});
+    // A 0-d operand of a wider dtype of the same kind does not widen the result; of another
+    // kind (floating with integral) it does.
+    samples.push_back({"[3, 4] with a 0-d float64",
+                       {make_arg({3, 4}, dtype, Layout::Contiguous, first), make_arg({}, kFloat64, Layout::Contiguous, second)},
+                       [fn](const tensor_list& in, const Env&) { return fn(in[0], in[1]); }});
+    samples.push_back({"0-d with [4] int64",
+                       {make_arg({}, dtype, Layout::Contiguous, first), make_arg({4}, kInt64, Layout::Contiguous, second)},
+                       [fn](const tensor_list& in, const Env&) { return fn(in[0], in[1]); }});
     return samples;
   };
   return e;

@@ -273,6 +273,41 @@ TEST_CASE("op table: gradients on every backend match the CPU in float64") {
   CHECK(compared > 500);
 }
 
+TEST_CASE("op table: float64 gradients pass gradcheck on the CPU") {
+  // The other tests compare backends and dtypes with the float64 CPU result; this one checks
+  // that result itself against finite differences.
+  int checked = 0;
+  for (const OpEntry& entry : op_table()) {
+    if (!entry.differentiable() || entry.values != Values::Deterministic) continue;
+    if (std::find(entry.dtypes.begin(), entry.dtypes.end(), kFloat64) == entry.dtypes.end()) continue;
+    for (const Sample& s : samples_of(entry, kFloat64)) {
+      const std::vector<size_t> positions = grad_positions(entry, s);
+      if (positions.empty() || !s.true_gradient) continue;
+      const std::string context = where_(entry, kFloat64, s, Device(kCPU)) + " gradcheck";
+      INFO(context);
+      tensor_list inputs = bases_of(s, Device(kCPU), false);
+      for (size_t p : positions) inputs[p] = inputs[p].detach().clone().requires_grad_();
+      const auto fn = [&entry, &s](const tensor_list& in) {
+        const tensor_list outputs = run(s, in, Env{Device(kCPU), kFloat64});
+        tensor_list picked;
+        for (size_t i = 0; i < outputs.size(); ++i)
+          if ((entry.grad_outputs.empty() ||
+               std::find(entry.grad_outputs.begin(), entry.grad_outputs.end(), i) != entry.grad_outputs.end()) &&
+              outputs[i].dtype() == kFloat64)
+            picked.push_back(outputs[i]);
+        return picked;
+      };
+      if (fn(inputs).empty()) continue;  // no float64 output (a cast to float32, say)
+      guarded(context, [&] {
+        const autograd::GradcheckResult result = autograd::gradcheck(fn, inputs);
+        CHECK_MESSAGE(static_cast<bool>(result), result.message());
+      });
+      ++checked;
+    }
+  }
+  CHECK(checked > 300);
+}
+
 TEST_CASE("op table: Meta gives the CPU's sizes, strides and dtypes") {
   int compared = 0;
   for (const OpEntry& entry : op_table()) {
@@ -331,7 +366,8 @@ TEST_CASE("op table: backward of every differentiable op runs on Meta and gives 
 
 TEST_CASE("op table: each entry supports exactly the dtypes it lists") {
   // A dtype outside an entry's list must be refused by some sample (a TypeError, say); one in
-  // the list runs every sample (the forward test checks that).
+  // the list runs every sample (the forward test checks that). With STRATA_OPTABLE_DISCOVER
+  // set, prints the table's size and the dtypes each entry's samples run at instead.
   if (!std::getenv("STRATA_OPTABLE_DISCOVER")) {
     for (const OpEntry& entry : op_table()) {
       for (ScalarType dtype : kAllTypes) {
@@ -350,6 +386,13 @@ TEST_CASE("op table: each entry supports exactly the dtypes it lists") {
     }
     return;
   }
+  size_t samples = 0, differentiable = 0;
+  for (const OpEntry& entry : op_table()) {
+    differentiable += entry.differentiable();
+    for (ScalarType dtype : entry.dtypes) samples += samples_of(entry, dtype).size();
+  }
+  MESSAGE(op_table().size() << " entries (" << differentiable << " differentiable), " << covered_ops().size()
+                            << " ops covered through them, " << samples << " samples over all dtypes");
   for (const OpEntry& entry : op_table()) {
     std::string supported;
     for (ScalarType dtype : kAllTypes) {
