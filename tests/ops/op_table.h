@@ -35,6 +35,8 @@ struct Arg {
   Tensor base;
   Layout layout = Layout::Contiguous;
   std::vector<int64_t> sizes;
+  bool index = false;  // indices (make_index): never cast to float64 for a reference run
+  Arg as(ScalarType dtype) const { return Arg{base.to(dtype), layout, sizes, index}; }
 };
 
 // Where a sample runs: factories create on `device`, at `dtype` (the sample's dtype, or float64
@@ -168,7 +170,7 @@ inline Arg make_arg(const std::vector<int64_t>& sizes, ScalarType dtype, Layout 
 // int64 indices uniform in [0, high).
 inline Arg make_index(const std::vector<int64_t>& sizes, int64_t high) {
   manual_seed(++sample_seed());
-  return Arg{randint(0, high, sizes), Layout::Contiguous, sizes};
+  return Arg{randint(0, high, sizes), Layout::Contiguous, sizes, /*index=*/true};
 }
 
 inline std::string dtype_name(ScalarType dtype) {

@@ -178,7 +178,8 @@ inline std::vector<OpEntry> unary_entries() {
     return tensor_list{gelu_backward(g, x), gelu_backward(g, x, "tanh")};
   }));
   t.push_back(unary_entry("strata::clamp", kAllTypes, {0}, [](const Tensor& x) {
-    return tensor_list{clamp(x, -1), clamp(x, std::nullopt, 1), clamp(x, -1, 1)};
+    // Floating bounds promote an integral self.
+    return tensor_list{clamp(x, -1), clamp(x, std::nullopt, 1), clamp(x, -1, 1), clamp(x, -1.5, 0.75)};
   }, kDistinct));
   t.push_back(binary_entry("strata::pow.Tensor_Tensor", kAllButBool, {0, 1},
                            b([](const Tensor& x, const Tensor& y) { return pow(x, y); }), kPositive, {0, 3}));
@@ -187,7 +188,7 @@ inline std::vector<OpEntry> unary_entries() {
     std::vector<Sample> samples;
     const std::vector<Scalar> exponents = is_floating_point(dtype)
                                               ? std::vector<Scalar>{2, 0, 3, 0.5, -1.0, -2.5}
-                                              : std::vector<Scalar>{2, 0, 3};
+                                              : std::vector<Scalar>{2, 0, 3, 0.5};
     for (const Scalar& e : exponents)
       samples = concat(std::move(samples), unary_samples(dtype, u([e](const Tensor& x) { return pow(x, e); }), kPositive,
                                                          unary_shapes(), " ** " + std::to_string(e.to_double())));
@@ -246,6 +247,12 @@ inline std::vector<OpEntry> compare_entries() {
         {{{3, 4}, Layout::Transposed}, {{3, 4}, Layout::Sliced}, {{3, 4}, Layout::Expanded}},
         {{{0, 4}}, {{4}}, {{0, 1}}},
     };
+    samples.push_back(sample("[3, 4] with a 0-d float64 and [4] int64 (promotion)",
+                             {make_arg({3, 4}, kBool), make_arg({}, kFloat64), make_arg({4}, kInt64)},
+                             [](const tensor_list& in) { return tensor_list{where(in[0], in[1], in[2])}; }));
+    samples.push_back(sample("[3, 4] with [3, 4] and a 0-d int64",
+                             {make_arg({3, 4}, kBool), make_arg({3, 4}, dtype), make_arg({}, kInt64)},
+                             [](const tensor_list& in) { return tensor_list{where(in[0], in[1], in[2])}; }));
     for (const auto& [c, x, y] : shapes)
       samples.push_back(sample(describe(c) + ", " + describe(x) + ", " + describe(y),
                                {make_arg(c.sizes, kBool, c.layout), make_arg(x.sizes, dtype, x.layout),

@@ -33,10 +33,14 @@ inline std::vector<OpEntry> reduce_entries() {
     return unary_samples(dtype, u([](const Tensor& x) { return mean(x); }), {}, nonempty_shapes());
   }));
   t.push_back(entry("strata::mean.dim", kFloating, {0}, [](ScalarType dtype) {
-    return reduce_samples(dtype, [](const Tensor& x, IntArrayRef dims, bool keepdim) { return mean(x, dims, keepdim); }, false);
+    return concat(
+        reduce_samples(dtype, [](const Tensor& x, IntArrayRef dims, bool keepdim) { return mean(x, dims, keepdim); }, false),
+        unary_samples(dtype, u([](const Tensor& x) { return mean(x, {0}, false, kFloat64); }), {}, {{{3, 4}}}, " to float64"));
   }));
   t.push_back(entry("strata::prod", kAllTypes, {0}, [near_one](ScalarType dtype) {
-    return unary_samples(dtype, u([](const Tensor& x) { return prod(x); }), near_one);
+    return concat(unary_samples(dtype, u([](const Tensor& x) { return prod(x); }), near_one),
+                  unary_samples(dtype, u([](const Tensor& x) { return prod(x, kFloat64); }), near_one, {{{3, 4}}},
+                                " to float64"));
   }));
   t.push_back(entry("strata::prod.dim_int", kAllTypes, {0}, [near_one](ScalarType dtype) {
     return dim_samples(dtype, [](const Tensor& x, int64_t dim, bool keepdim) { return tensor_list{prod(x, dim, keepdim)}; },
@@ -225,13 +229,17 @@ inline std::vector<OpEntry> shape_entries() {
   t.push_back(shaped("strata::chunk", {0}, {{{5, 4}}, {{5, 4}, Layout::Transposed}, {{0, 4}}},
                      [](const Tensor& x) { return chunk(x, 3); }));
   t.push_back(entry("strata::cat", kAllTypes, {0, 1}, [](ScalarType dtype) {
-    return concat(pair_samples(dtype,
+    return concat(concat(pair_samples(dtype,
                                {{{{2, 4}}, {{3, 4}}},
                                 {{{2, 4}, Layout::Transposed}, {{0, 4}}},
                                 {{{2, 4}}, {{0}}}},
                                b([](const Tensor& x, const Tensor& y) { return cat({x, y}); })),
                   pair_samples(dtype, {{{{3, 2}}, {{3, 4}, Layout::Sliced}}},
-                               b([](const Tensor& x, const Tensor& y) { return cat({x, y, x}, 1); })));
+                               b([](const Tensor& x, const Tensor& y) { return cat({x, y, x}, 1); }))),
+                  std::vector<Sample>{
+                      sample("[2, 4] with [3, 4] int64 and [0] float64 (promotion)",
+                             {make_arg({2, 4}, dtype), make_arg({3, 4}, kInt64), make_arg({0}, kFloat64)},
+                             [](const tensor_list& in) { return tensor_list{cat({in[0], in[1], in[2]})}; })});
   }));
   t.push_back(entry("strata::stack", kAllTypes, {0, 1}, [](ScalarType dtype) {
     return pair_samples(dtype,
@@ -303,6 +311,8 @@ inline std::vector<OpEntry> index_entries() {
         sample("[5] empty index", {make_arg({5}, dtype), make_index({0}, 5)},
                [](const tensor_list& in) { return tensor_list{index_select(in[0], 0, in[1])}; }),
         sample("[] 0-d", {make_arg({}, dtype), make_index({}, 1)},
+               [](const tensor_list& in) { return tensor_list{index_select(in[0], 0, in[1])}; }),
+        sample("[5, 4] int32 index", {make_arg({5, 4}, dtype), make_index({4}, 5).as(kInt32)},
                [](const tensor_list& in) { return tensor_list{index_select(in[0], 0, in[1])}; })};
   }));
   t.push_back(entry("strata::index_add", kAllTypes, {0, 2}, [](ScalarType dtype) {
@@ -347,6 +357,8 @@ inline std::vector<OpEntry> index_entries() {
       samples.push_back(sample(describe(x) + " mask " + describe(m),
                                {make_arg(x.sizes, dtype, x.layout), make_arg(m.sizes, kBool, m.layout), make_arg({}, dtype)},
                                [](const tensor_list& in) { return tensor_list{masked_fill(in[0], in[1], in[2])}; }));
+    samples.push_back(sample("[3, 4] with a 0-d int64 value", {make_arg({3, 4}, dtype), make_arg({3, 4}, kBool), make_arg({}, kInt64)},
+                             [](const tensor_list& in) { return tensor_list{masked_fill(in[0], in[1], in[2])}; }));
     return samples;
   }));
   return t;

@@ -76,6 +76,8 @@ inline std::vector<OpEntry> nn_entries() {
         sample("0-d index, transposed weight", {make_arg({5, 3}, dtype, Layout::Transposed), make_index({}, 3)},
                [](const tensor_list& in) { return tensor_list{embedding(in[0], in[1])}; }),
         sample("[0] indices", {make_arg({5, 3}, dtype), make_index({0}, 5)},
+               [](const tensor_list& in) { return tensor_list{embedding(in[0], in[1])}; }),
+        sample("[3, 2] int32 indices", {make_arg({5, 3}, dtype), make_index({3, 2}, 5).as(kInt32)},
                [](const tensor_list& in) { return tensor_list{embedding(in[0], in[1])}; })};
     samples[1].true_gradient = samples[2].true_gradient = false;
     return samples;

@@ -78,6 +78,14 @@ tensor_list bases_of(const Sample& s, Device device, bool to_float64) {
   return bases;
 }
 
+// An integral sample's bases with its data (the args of the sample's dtype, not indices) in
+// float64, for a reference of the floating results integral inputs give (sqrt, div...).
+tensor_list integral_as_float64(const Sample& s, ScalarType dtype) {
+  tensor_list bases;
+  for (const Arg& arg : s.args) bases.push_back(arg.base.dtype() == dtype && !arg.index ? arg.base.to(kFloat64) : arg.base);
+  return bases;
+}
+
 tensor_list run(const Sample& s, const tensor_list& bases, const Env& env) {
   tensor_list inputs;
   for (size_t i = 0; i < s.args.size(); ++i) inputs.push_back(layout_view(bases[i], s.args[i].layout, s.args[i].sizes));
@@ -196,6 +204,18 @@ TEST_CASE("op table: forward values on every backend match the CPU in float64") 
             !guarded(context + " (float64 reference)",
                      [&] { reference = run(s, bases_of(s, Device(kCPU), true), Env{Device(kCPU), kFloat64}); }))
           continue;
+        // Integral samples with floating results (sqrt of int, int / int, promotion) are checked
+        // against the op on the inputs in float64 too; bool samples are not (their masks and
+        // conditions must stay bool).
+        const bool integral_data = !floating && dtype != kBool && entry.values == Values::Deterministic &&
+                                   std::any_of(cpu.begin(), cpu.end(), [](const Tensor& t) { return t.is_floating_point(); });
+        if (integral_data) {
+          try {
+            reference = run(s, integral_as_float64(s, dtype), Env{Device(kCPU), dtype});
+          } catch (const std::exception&) {
+            reference.clear();  // the op takes no float64 in place of this integral input
+          }
+        }
         for (Device device : backends()) {
           INFO(where_(entry, dtype, s, device));
           tensor_list out = cpu;
@@ -218,8 +238,14 @@ TEST_CASE("op table: forward values on every backend match the CPU in float64") 
               break;
             }
             if (entry.values != Values::Deterministic) continue;
-            if (!floating) {  // integral and bool samples: exact against the CPU
+            if (!floating) {  // integral and bool samples: exact against the CPU...
               if (!device.is_cpu()) CHECK_MESSAGE(compare_values(out[i], cpu[i], {0, 0}) == "", compare_values(out[i], cpu[i], {0, 0}));
+              if (reference.size() == out.size() && out[i].is_floating_point()) {  // ...and floating results in float64
+                const std::string mismatch =
+                    compare_values(out[i], reference[i], tolerance_for({out[i].dtype()}, entry.tolerance_scale));
+                CHECK_MESSAGE(mismatch == "", mismatch);
+                ++compared;
+              }
               continue;
             }
             const Tolerance tol = tolerance_for({dtype, out[i].dtype()}, entry.tolerance_scale);
