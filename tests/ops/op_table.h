@@ -12,6 +12,17 @@
 // bases (to float64, to Meta, to another device) and applies the layout there. The call gets
 // the laid-out inputs and an Env naming the device and dtype the sample runs at (factories
 // create there); it calls the op through its public free function and returns its tensors.
+//
+// Note [Adding to the op table]
+// A new public op (a strata:: schema) fails "every public op has an entry" until it gets an
+// OpEntry in op_table_entries*.h (or, for a backward helper or the kernel under a composite, a
+// CoveredOp naming the entry that exercises it, in test_op_table.cpp). List exactly the dtypes
+// its CPU kernel takes ("each entry supports exactly the dtypes it lists" checks; run the
+// test with STRATA_OPTABLE_DISCOVER=1 to print them), the differentiable args, and samples
+// that reach every branch of its shape function: 0-d, empty, broadcasting, each Layout, and
+// its own arguments. A new backend joins by making its device appear in backends() in
+// test_op_table.cpp (CUDA does when cuda::is_available()): every sample then runs there and
+// is compared with the CPU in float64, forward and backward.
 #include <doctest/doctest.h>
 
 #include <strata/strata.h>
