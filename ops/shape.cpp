@@ -501,26 +501,31 @@ struct CloneFunction : autograd::Function<CloneFunction> {
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0]}; }
 };
 
-// self's old values are overwritten, so only src gets a gradient.
+// self's old values are overwritten, so only src gets a gradient. An integral or bool self
+// cannot carry one: copying a src that requires grad into it records nothing, as in PyTorch.
 struct CopyFunction : autograd::Function<CopyFunction> {
   static constexpr std::string_view name() { return "CopyBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& src, bool non_blocking) {
     static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
     op.call(self, src, non_blocking);
     ctx->mark_dirty({self});
+    if (!self.is_floating_point()) ctx->mark_non_differentiable({self});
     return self;
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {Tensor(), grads[0], Tensor()}; }
 };
 
-// The gradient goes back to the input's dtype and device (see validate_gradients).
+// The gradient goes back to the input's dtype and device (see validate_gradients). A copy to
+// an integral or bool dtype carries no gradient, as in PyTorch.
 struct ToCopyFunction : autograd::Function<ToCopyFunction> {
   static constexpr std::string_view name() { return "ToCopyBackward"; }
-  static Tensor forward(AutogradContext*, const Tensor& self, std::optional<ScalarType> dtype,
+  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype,
                         std::optional<Device> device, bool non_blocking) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
-    return op.call(self, dtype, device, non_blocking);
+    Tensor result = op.call(self, dtype, device, non_blocking);
+    if (!result.is_floating_point()) ctx->mark_non_differentiable({result});
+    return result;
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor(), Tensor()}; }
 };

@@ -248,7 +248,7 @@ inline std::vector<OpEntry> shape_entries() {
   }));
   t.push_back(shaped("strata::contiguous", {0}, matrices, u([](const Tensor& x) { return contiguous(x); })));
   t.push_back(shaped("strata::clone", {0}, matrices, u([](const Tensor& x) { return clone(x); })));
-  t.push_back(entry("strata::copy_", kAllTypes, {1}, [](ScalarType dtype) {
+  t.push_back(entry("strata::copy_", kAllTypes, {0}, [](ScalarType dtype) {
     std::vector<Sample> samples;
     for (const Shape& src : std::vector<Shape>{{{3, 4}}, {{4}}, {{3, 4}, Layout::Transposed}, {{}}, {{0, 4}}})
       for (const ScalarType to : {dtype, kFloat32, kInt64})
@@ -261,7 +261,7 @@ inline std::vector<OpEntry> shape_entries() {
     return samples;
   }));
   t.push_back(shaped("strata::_to_copy", {0}, matrices, [](const Tensor& x) {
-    return tensor_list{to(x, kFloat64), to(x, kFloat32), to(x, x.dtype(), /*copy=*/true)};
+    return tensor_list{to(x, kFloat64), to(x, kFloat32), to(x, x.dtype(), /*copy=*/true), to(x, kInt64)};
   }));
   t.push_back(shaped("strata::as_strided", {0}, {{{3, 4}}, {{3, 4}, Layout::Transposed}}, [](const Tensor& x) {
     return tensor_list{as_strided(x, {2, 2}, {1, 2}), as_strided(x, {3, 3}, {1, 1}, 1)};
