@@ -620,12 +620,16 @@ struct MaskedFillScalarFunction : autograd::Function<MaskedFillScalarFunction> {
   }
 };
 
-// The value's gradient is the sum of the gradient over the filled positions.
+// The value's gradient is the sum of the gradient over the filled positions. An integral self
+// gives an integral result, which carries no gradient (as in PyTorch) even for a floating
+// value that requires grad.
 struct MaskedFillTensorFunction : autograd::Function<MaskedFillTensorFunction> {
   static constexpr std::string_view name() { return "MaskedFillBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& mask, const Tensor& value) {
     ctx->save_for_backward({mask});
-    return masked_fill(self, mask, value);
+    Tensor out = masked_fill(self, mask, value);
+    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
+    return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor kept = masked_fill(grads[0], ctx->get_saved_variables()[0], 0);

@@ -356,11 +356,15 @@ STRATA_LIBRARY_IMPL(strata, Meta, m) {
 namespace {
 using autograd::AutogradContext;
 
+// sum and prod to an integral dtype carry no gradient (as in PyTorch): the result is marked
+// non-differentiable rather than refused.
 struct SumFunction : autograd::Function<SumFunction> {
   static constexpr std::string_view name() { return "SumBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
     ctx->saved_data["sizes"] = self.sizes();
-    return sum(self, dtype);
+    Tensor out = sum(self, dtype);
+    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
+    return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return {grads[0].expand(ctx->saved_data["sizes"].to_int_list()), Tensor()};
@@ -375,6 +379,7 @@ struct SumDimFunction : autograd::Function<SumDimFunction> {
     // The output's shape with the reduced dims kept as 1: the gradient is viewed to it.
     ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["kept"] = reduce_shape("sum", self, dims, true, dtype).out_sizes.vec();
+    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -442,7 +447,9 @@ struct ProdFunction : autograd::Function<ProdFunction> {
   static constexpr std::string_view name() { return "ProdBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
     ctx->save_for_backward({self});
-    return prod(self, dtype);
+    Tensor out = prod(self, dtype);
+    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
+    return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return {grads[0] * prod_of_others(ctx->get_saved_variables()[0], std::nullopt), Tensor()};
@@ -456,7 +463,9 @@ struct ProdDimFunction : autograd::Function<ProdDimFunction> {
     ctx->save_for_backward({self});
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["kept"] = reduce_shape("prod", self, single_dim(dim), keepdim, dtype).kept_sizes.vec();
-    return prod(self, dim, keepdim, dtype);
+    Tensor out = prod(self, dim, keepdim, dtype);
+    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
+    return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());

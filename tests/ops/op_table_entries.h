@@ -209,12 +209,13 @@ inline std::vector<OpEntry> unary_entries() {
     clamp_(self, -1, 1);
     return self;
   }), kDistinct));
-  t.push_back(unary_entry("strata::zero_", kAllTypes, {}, u([](const Tensor& x) {
+  // zero_ and fill_ overwrite self: its gradient is zero.
+  t.push_back(unary_entry("strata::zero_", kAllTypes, {0}, u([](const Tensor& x) {
     Tensor self = x.clone();
     zero_(self);
     return self;
   })));
-  t.push_back(unary_entry("strata::fill_.Scalar", kAllTypes, {}, u([](const Tensor& x) {
+  t.push_back(unary_entry("strata::fill_.Scalar", kAllTypes, {0}, u([](const Tensor& x) {
     Tensor self = x.clone();
     fill_(self, 1);
     return self;

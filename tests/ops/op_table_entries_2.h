@@ -24,7 +24,8 @@ inline std::vector<OpEntry> reduce_entries() {
   const Domain near_one{0.5, 1.5};
   t.push_back(entry("strata::sum", kAllTypes, {0}, [](ScalarType dtype) {
     return concat(unary_samples(dtype, u([](const Tensor& x) { return sum(x); })),
-                  unary_samples(dtype, u([](const Tensor& x) { return sum(x, kFloat64); }), {}, {{{3, 4}}}, " to float64"));
+                  concat(unary_samples(dtype, u([](const Tensor& x) { return sum(x, kFloat64); }), {}, {{{3, 4}}}, " to float64"),
+                         unary_samples(dtype, u([](const Tensor& x) { return sum(x, kInt64); }), {}, {{{3, 4}}}, " to int64")));
   }));
   t.push_back(entry("strata::sum.dim_IntList", kAllTypes, {0}, [](ScalarType dtype) {
     return reduce_samples(dtype, [](const Tensor& x, IntArrayRef dims, bool keepdim) { return sum(x, dims, keepdim); }, true);
@@ -358,6 +359,8 @@ inline std::vector<OpEntry> index_entries() {
                                {make_arg(x.sizes, dtype, x.layout), make_arg(m.sizes, kBool, m.layout), make_arg({}, dtype)},
                                [](const tensor_list& in) { return tensor_list{masked_fill(in[0], in[1], in[2])}; }));
     samples.push_back(sample("[3, 4] with a 0-d int64 value", {make_arg({3, 4}, dtype), make_arg({3, 4}, kBool), make_arg({}, kInt64)},
+                             [](const tensor_list& in) { return tensor_list{masked_fill(in[0], in[1], in[2])}; }));
+    samples.push_back(sample("int64 [3, 4] with a 0-d value", {make_arg({3, 4}, kInt64), make_arg({3, 4}, kBool), make_arg({}, dtype)},
                              [](const tensor_list& in) { return tensor_list{masked_fill(in[0], in[1], in[2])}; }));
     return samples;
   }));

@@ -224,9 +224,11 @@ inline std::vector<OpEntry> optim_entries() {
         samples.push_back(sample(describe(shape) + (nesterov ? " nesterov" : " momentum"),
                                  {make_arg(shape.sizes, dtype), make_arg(shape.sizes, dtype), make_arg(shape.sizes, dtype)},
                                  [nesterov](const tensor_list& in) {
-                                   Tensor param = in[0].clone(), buffer = in[2].clone();
+                                   // Optimizer steps run on tensors without history (under NoGradGuard
+                                   // in nn::optim): the clones are detached.
+                                   Tensor param = in[0].detach().clone(), buffer = in[2].detach().clone();
                                    _fused_sgd_(param, in[1], buffer, 0.1, 0.9, 0.0, 0.01, nesterov, false, false);
-                                   Tensor plain = in[0].clone();
+                                   Tensor plain = in[0].detach().clone();
                                    _fused_sgd_(plain, in[1], std::nullopt, 0.1, 0.0, 0.0, 0.0, false, true, true);
                                    return tensor_list{param, buffer, plain};
                                  }));
@@ -241,8 +243,8 @@ inline std::vector<OpEntry> optim_entries() {
                                   make_arg(shape.sizes, dtype, Layout::Contiguous, kPositive),
                                   make_arg(shape.sizes, dtype, Layout::Contiguous, kPositive)},
                                  [amsgrad](const tensor_list& in) {
-                                   Tensor param = in[0].clone(), avg = in[2].clone(), avg_sq = in[3].clone(),
-                                          max_sq = in[4].clone();
+                                   Tensor param = in[0].detach().clone(), avg = in[2].detach().clone(),
+                                          avg_sq = in[3].detach().clone(), max_sq = in[4].detach().clone();
                                    _fused_adam_(param, in[1], avg, avg_sq, amsgrad ? std::optional<Tensor>(max_sq) : std::nullopt,
                                                 3, 0.01, 0.9, 0.999, 0.01, 1e-8, amsgrad, false, amsgrad);
                                    return tensor_list{param, avg, avg_sq, max_sq};
