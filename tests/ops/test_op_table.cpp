@@ -190,6 +190,16 @@ tensor_list gradients(const OpEntry& entry, const Sample& s, const std::vector<s
 
 Tensor or_zeros(const Tensor& grad, const Tensor& like) { return grad.defined() ? grad : zeros_like(like); }
 
+// "" when a Meta result has the CPU result's sizes, strides and dtype.
+std::string meta_mismatch(const Tensor& meta, const Tensor& cpu) {
+  std::ostringstream out;
+  if (!meta.is_meta()) out << "the result is on " << meta.device() << ", not meta; ";
+  if (meta.dtype() != cpu.dtype()) out << "dtype " << meta.dtype() << " but the CPU gives " << cpu.dtype() << "; ";
+  if (meta.sizes() != cpu.sizes()) out << "sizes " << meta.sizes() << " but the CPU gives " << cpu.sizes() << "; ";
+  else if (meta.strides() != cpu.strides()) out << "strides " << meta.strides() << " but the CPU gives " << cpu.strides();
+  return out.str();
+}
+
 }  // namespace
 
 TEST_CASE("op table: forward values on every backend match the CPU in float64") {
@@ -377,10 +387,8 @@ TEST_CASE("op table: Meta gives the CPU's sizes, strides and dtypes") {
         REQUIRE(meta.size() == cpu.size());
         for (size_t i = 0; i < meta.size(); ++i) {
           INFO("output " << i);
-          CHECK(meta[i].is_meta());
-          CHECK(meta[i].dtype() == cpu[i].dtype());
-          CHECK(meta[i].sizes() == cpu[i].sizes());
-          CHECK(meta[i].strides() == cpu[i].strides());
+          const std::string mismatch = meta_mismatch(meta[i], cpu[i]);
+          CHECK_MESSAGE(mismatch == "", mismatch);
           ++compared;
         }
       }
@@ -498,4 +506,40 @@ TEST_CASE("op table: every public op has an entry, or is covered by one") {
                   name << " has no op table entry (tests/ops/op_table_entries*.h) and no covered_by");
   }
   CHECK(public_ops >= 100);
+}
+
+// The harness itself: a deliberately wrong op (right on the CPU in float64, wrong in float32;
+// a Meta kernel with the wrong strides and dtype) is caught by the checks the table runs.
+TEST_CASE("op table harness: catches wrong values, Meta strides and Meta dtypes") {
+  Library def("optable_selftest", Library::DEF);
+  def.def("wrong(Tensor self) -> Tensor");
+  Library cpu("optable_selftest", Library::IMPL, DispatchKey::CPU);
+  cpu.impl("wrong", [](const Tensor& self) {
+    const Tensor out = self.t().contiguous().t();  // column-major: strides differ from Meta's
+    return self.dtype() == kFloat64 ? out : out * 1.01;
+  });
+  Library meta("optable_selftest", Library::IMPL, DispatchKey::Meta);
+  meta.impl("wrong", [](const Tensor& self) {
+    return detail::make_empty(self.sizes(), self.dtype() == kFloat32 ? kFloat64 : self.dtype(), self.device());
+  });
+  const auto wrong = [](const Tensor& x) { return call("optable_selftest::wrong", x).to_tensor(); };
+  Sample s{"[3, 4]", {make_arg({3, 4}, kFloat32)}, [wrong](const tensor_list& in, const Env&) { return tensor_list{wrong(in[0])}; }};
+
+  const Tensor out = run(s, bases_of(s, Device(kCPU), false), Env{Device(kCPU), kFloat32})[0];
+  const Tensor reference = run(s, bases_of(s, Device(kCPU), true), Env{Device(kCPU), kFloat64})[0];
+  CHECK(compare_values(out, reference, tolerance_for({kFloat32}, 1)).find("the float64 reference") != std::string::npos);
+  CHECK(compare_values(reference, reference, tolerance_for({kFloat64}, 1)) == "");
+
+  const Tensor on_meta = run(s, bases_of(s, Device(kMeta), false), Env{Device(kMeta), kFloat32})[0];
+  const std::string mismatch = meta_mismatch(on_meta, out);
+  CHECK(mismatch.find("dtype Float64 but the CPU gives Float32") != std::string::npos);
+  const Tensor meta64 = run(s, bases_of(s, Device(kMeta), true), Env{Device(kMeta), kFloat64})[0];
+  CHECK(meta_mismatch(meta64, reference).find("strides [4, 1] but the CPU gives [1, 3]") != std::string::npos);
+  CHECK(meta_mismatch(meta64, meta64).find("not meta") == std::string::npos);
+  CHECK(meta_mismatch(reference, reference).find("not meta") != std::string::npos);
+
+  // NaN matches NaN; sizes are compared first.
+  const Tensor nan = full({2}, std::nan(""), kFloat64);
+  CHECK(compare_values(nan, nan, {0, 0}) == "");
+  CHECK(compare_values(nan, full({3}, 0.0, kFloat64), {0, 0}).find("sizes") == 0);
 }
