@@ -155,6 +155,33 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
   return *this;
 }
 
+namespace {
+// from_blob's TensorOptions::requires_grad reaches requires_grad_ through this hook (tensor/
+// does not link to autograd/; see Note [Layers] in cmake/StrataLayers.cmake).
+const bool requires_grad_hook_installed = (strata::detail::set_requires_grad_hook([](const Tensor& tensor, bool on) {
+  tensor.requires_grad_(on);
+}), true);
+}  // namespace
+
+// Note [data and set_data]
+// data() is detach() under LibTorch's other name: a new handle on the same storage and geometry
+// with no autograd state. One difference from LibTorch: strata keeps the version counter in the
+// storage, so in-place changes through data() are seen by saved-tensor checks (LibTorch's data()
+// gets a fresh counter). set_data swaps the TensorImpl's storage, dtype and geometry in place,
+// so every handle to this tensor (and its autograd meta, grad, hooks) sees the new data, as
+// LibTorch's does: `param.set_data(param.data().to(kFloat64))`. data() is in tensor/tensor.cpp;
+// set_data is here because it asks whether the tensor requires grad.
+void Tensor::set_data(const Tensor& new_data) const {
+  const Device own_device = device();  // throws for an undefined tensor
+  STRATA_CHECK_VALUE(new_data.defined(), "[set_data] new_data is undefined");
+  STRATA_CHECK_TYPE(own_device.is_meta() == new_data.is_meta(), "[set_data] the tensor (", own_device,
+                    ") and new_data (", new_data.device(), ") have incompatible tensor types: Meta mixes with no device");
+  STRATA_CHECK_TYPE(!requires_grad() || strata::is_floating_point(new_data.dtype()),
+                    "[set_data] data set to a tensor that requires gradients must be floating point, got ",
+                    new_data.dtype());
+  impl()->set_data_from(*new_data.impl());
+}
+
 Tensor Tensor::grad() const {
   const AutogradMeta* meta = meta_of(*this);
   if (!meta) return Tensor();

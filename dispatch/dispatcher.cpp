@@ -30,33 +30,6 @@ namespace strata {
 // compare per call, a TypeError naming both schemas on mismatch. Defining a schema the
 // operator had before brings back its generation, so old handles made for it work again.
 
-std::string_view dispatch_key_name(DispatchKey key) {
-  switch (key) {
-    case DispatchKey::CPU: return "CPU";
-    case DispatchKey::CUDA: return "CUDA";
-    case DispatchKey::Meta: return "Meta";
-    case DispatchKey::AutogradMeta: return "AutogradMeta";
-    case DispatchKey::AutogradCPU: return "AutogradCPU";
-    case DispatchKey::AutogradCUDA: return "AutogradCUDA";
-    case DispatchKey::Autograd: return "Autograd";
-    case DispatchKey::Tracer: return "Tracer";
-    case DispatchKey::CompositeImplicitAutograd: return "CompositeImplicitAutograd";
-    case DispatchKey::CompositeExplicitAutograd: return "CompositeExplicitAutograd";
-  }
-  return "Unknown";
-}
-std::ostream& operator<<(std::ostream& out, DispatchKey key) { return out << dispatch_key_name(key); }
-std::ostream& operator<<(std::ostream& out, DispatchKeySet set) {
-  out << "DispatchKeySet(";
-  bool first = true;
-  for (int k = kNumRuntimeKeys - 1; k >= 0; --k) {
-    if (!set.has(static_cast<DispatchKey>(k))) continue;
-    out << (first ? "" : ", ") << static_cast<DispatchKey>(k);
-    first = false;
-  }
-  return out << ")";
-}
-
 namespace detail {
 
 LocalDispatchKeySet& local_dispatch_keys() {
@@ -91,11 +64,6 @@ std::string format_site(const char* file, int line) {
   return str_cat(path, ":", line);
 }
 std::string format_site(const std::source_location& where) { return format_site(where.file_name(), where.line()); }
-
-[[noreturn]] void internal_assert_fail(const char* file, int line, const char* condition, const std::string& message) {
-  throw Error(str_cat("[internal] strata bug: ", condition, " failed at ", file, ":", line, ": ", message,
-                      " (please report it)"));
-}
 
 Registry& registry() {
   static Registry* instance = new Registry();  // never destroyed; see operator_entry.h

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <strata/dispatch/dispatch_key.h>
+#include <strata/tensor/dispatch_key.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/kernel.h>
 #include <strata/dispatch/reclaim.h>

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <strata/dispatch/dispatch_key.h>
+#include <strata/tensor/dispatch_key.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/kernel_types.h>
 #include <strata/dispatch/schema.h>

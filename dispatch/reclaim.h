@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include <strata/dispatch/dispatch_key.h>
+#include <strata/tensor/dispatch_key.h>
 
 // ThreadSanitizer models neither fences nor membarrier: under it the epoch protocol uses
 // seq_cst atomics alone. See Note [Reclaiming kernels] in reclaim.cpp.

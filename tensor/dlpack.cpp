@@ -106,7 +106,8 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
   STRATA_CHECK_VALUE(!tensor.is_meta(), "[to_dlpack] a Meta tensor has no data to share (shape ", tensor.sizes(), ", ",
                      tensor.dtype(), ")");
   auto context = std::make_unique<ExportContext>();
-  context->tensor = tensor.detach();  // the same memory, without autograd history
+  // The same memory, without autograd history.
+  context->tensor = detail::make_alias(tensor, tensor.sizes(), tensor.strides(), tensor.storage_offset());
   context->shape = tensor.sizes().vec();
   context->strides = tensor.strides().vec();
   DLTensor& dl = context->managed.dl_tensor;

@@ -231,8 +231,10 @@ std::string add_suffixes(std::string text, const std::vector<std::string>& suffi
 }
 
 std::string values_string(const Tensor& tensor, int64_t indent) {
-  Tensor host = tensor.is_cpu() ? tensor : tensor.cpu();
-  TensorImpl* impl = host.impl();
+  // Values are read in place, through the strides, with no copy and no op (tensor/ calls none).
+  STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_cpu(), "[print] reading the values of a ", tensor.device(),
+                               " tensor is not supported yet; copy it to the CPU first");
+  TensorImpl* impl = tensor.impl();
   ElementReader reader{static_cast<const char*>(impl->data()), impl->dtype()};
   ValuePrinter printer(impl->sizes(), impl->strides(), reader, impl->numel() > kThreshold);
   return printer.print(indent);

@@ -143,7 +143,7 @@ std::vector<uint8_t> save_safetensors_bytes(const std::map<std::string, Tensor>&
     STRATA_CHECK_VALUE(name != kMetadataKey, "[save_safetensors] '__metadata__' is reserved and cannot name a tensor");
     STRATA_CHECK_VALUE(tensor.defined(), "[save_safetensors] tensor '", name, "' is undefined");
     STRATA_CHECK_VALUE(!tensor.is_meta(), "[save_safetensors] tensor '", name, "' is a Meta tensor, which has no values");
-    values.push_back(detail::contiguous_cpu(tensor));
+    values.push_back(detail::contiguous_cpu(tensor, "save_safetensors"));
     const Tensor& value = values.back();
     header += (header.size() > 1 ? "," : "") + detail::json_quote(name) + ":{\"dtype\":\"" +
               std::string(safetensors_dtype_name(value.dtype())) + "\",\"shape\":[";

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <vector>
 
 namespace strata {
 
@@ -17,10 +18,60 @@ static_assert(std::endian::native == std::endian::little, "strata's file formats
 
 namespace detail {
 
-Tensor contiguous_cpu(const Tensor& tensor) {
-  Tensor values = tensor.detach();
-  if (!values.is_cpu()) values = values.cpu();
-  return values.contiguous();
+namespace {
+
+// Copies the elements of a strided CPU tensor to `out` in row-major order, one row (last dim)
+// at a time; Word is an unsigned integer as wide as an element.
+template <class Word>
+void copy_rows(const Tensor& source, Word* out) {
+  const IntArrayRef sizes = source.sizes(), strides = source.strides();
+  const auto* base = static_cast<const Word*>(source.impl()->data());
+  const int64_t dims = source.dim();
+  if (dims == 0) {
+    *out = *base;
+    return;
+  }
+  const int64_t row_size = sizes[dims - 1], row_stride = strides[dims - 1];
+  std::vector<int64_t> index(static_cast<size_t>(dims - 1), 0);
+  int64_t row_start = 0;  // in elements
+  for (;;) {
+    for (int64_t i = 0; i < row_size; ++i) *out++ = base[row_start + i * row_stride];
+    int64_t d = dims - 2;
+    for (; d >= 0; --d) {
+      if (++index[d] < sizes[d]) {
+        row_start += strides[d];
+        break;
+      }
+      row_start -= (sizes[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+// Note [Values without ops]
+// tensor/ cannot call ops (Note [Layers] in cmake/StrataLayers.cmake), so the savers do not use
+// contiguous() or cpu(): a contiguous CPU tensor is written from its own memory through an alias
+// (no autograd history), any other CPU tensor is copied element by element here, moving each
+// element's bytes unchanged. Tensors on other devices are refused until the device layer gives
+// tensor/ a copy to the host.
+Tensor contiguous_cpu(const Tensor& tensor, const char* op) {
+  STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_cpu(), "[", op, "] reading the values of a ", tensor.device(),
+                               " tensor is not supported yet; copy it to the CPU first");
+  if (tensor.is_contiguous()) return make_alias(tensor, tensor.sizes(), tensor.strides(), tensor.storage_offset());
+  Tensor result = make_empty(tensor.sizes(), tensor.dtype(), kCPU);
+  if (result.numel() == 0) return result;
+  void* out = result.impl()->data();
+  switch (tensor.element_size()) {
+    case 1: copy_rows(tensor, static_cast<uint8_t*>(out)); break;
+    case 2: copy_rows(tensor, static_cast<uint16_t*>(out)); break;
+    case 4: copy_rows(tensor, static_cast<uint32_t*>(out)); break;
+    case 8: copy_rows(tensor, static_cast<uint64_t*>(out)); break;
+    default: STRATA_INTERNAL_ASSERT(false, "[", op, "] no copy for ", tensor.element_size(), "-byte elements");
+  }
+  return result;
 }
 
 std::optional<int64_t> checked_nbytes(std::span<const int64_t> shape, int64_t item_size) {
@@ -222,7 +273,7 @@ std::vector<uint8_t> save_npy_bytes(const Tensor& tensor) {
   STRATA_CHECK_VALUE(tensor.defined(), "[save_npy] the tensor is undefined");
   STRATA_CHECK_VALUE(!tensor.is_meta(), "[save_npy] the tensor is a Meta tensor, which has no values");
   std::string_view descr = npy_descr(tensor.dtype());
-  Tensor values = detail::contiguous_cpu(tensor);
+  Tensor values = detail::contiguous_cpu(tensor, "save_npy");
 
   std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (";
   for (int64_t i = 0; i < values.dim(); ++i) header += std::to_string(values.size(i)) + (values.dim() == 1 ? "," : i + 1 < values.dim() ? ", " : "");
@@ -286,9 +337,10 @@ Tensor load_npy_bytes(std::span<const uint8_t> bytes, std::string_view source) {
       for (int64_t i = 0; i < count; ++i) data[i] = data[i] != 0;
   }
   if (header.fortran_order && result.dim() > 1) {
-    std::vector<int64_t> reversed_dims(result.dim());
-    for (int64_t i = 0; i < result.dim(); ++i) reversed_dims[i] = result.dim() - 1 - i;
-    result = result.permute(reversed_dims).contiguous();
+    std::vector<int64_t> sizes = result.sizes().vec(), strides = result.strides().vec();
+    std::reverse(sizes.begin(), sizes.end());
+    std::reverse(strides.begin(), strides.end());
+    result = detail::contiguous_cpu(detail::make_alias(result, sizes, strides, 0), "load_npy");
   }
   return result;
 }

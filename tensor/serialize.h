@@ -40,8 +40,10 @@ std::map<std::string, Tensor> load_safetensors_bytes(std::span<const uint8_t> by
                                                      SafetensorsMetadata* metadata = nullptr);
 
 namespace detail {
-// A contiguous CPU copy of `tensor`'s values (no autograd history).
-Tensor contiguous_cpu(const Tensor& tensor);
+// `tensor`'s values as a contiguous CPU tensor without autograd history: an alias when they
+// already are, a copy otherwise. Throws NotImplementedError, naming `op`, off the CPU. See
+// Note [Values without ops] in serialize.cpp.
+Tensor contiguous_cpu(const Tensor& tensor, const char* op);
 // numel * item_size for `shape`, or nullopt when that, or the product of the shape's nonzero
 // dims (which contiguous strides reach), overflows int64.
 std::optional<int64_t> checked_nbytes(std::span<const int64_t> shape, int64_t item_size);

@@ -1,6 +1,8 @@
 // Tensor handle methods that need no ops: geometry, data access, item, from_blob, views.
 #include <strata/tensor/tensor.h>
 
+#include <atomic>
+
 namespace strata {
 
 namespace {
@@ -46,24 +48,10 @@ Scalar Tensor::item() const {
   return visit_dtype(impl->dtype(), [&]<class T>() { return Scalar(*static_cast<const T*>(data)); });
 }
 
-// Note [data and set_data]
-// data() is detach() under LibTorch's other name: a new handle on the same storage and geometry
-// with no autograd state. One difference from LibTorch: strata keeps the version counter in the
-// storage, so in-place changes through data() are seen by saved-tensor checks (LibTorch's data()
-// gets a fresh counter). set_data swaps the TensorImpl's storage, dtype and geometry in place,
-// so every handle to this tensor (and its autograd meta, grad, hooks) sees the new data, as
-// LibTorch's does: `param.set_data(param.data().to(kFloat64))`.
-Tensor Tensor::data() const { return detach(); }
-
-void Tensor::set_data(const Tensor& new_data) const {
+// See Note [data and set_data] in autograd/variable.cpp, where set_data lives.
+Tensor Tensor::data() const {
   TensorImpl* impl = checked_impl();
-  STRATA_CHECK_VALUE(new_data.defined(), "[set_data] new_data is undefined");
-  STRATA_CHECK_TYPE(impl->device().is_meta() == new_data.is_meta(), "[set_data] the tensor (", impl->device(),
-                    ") and new_data (", new_data.device(), ") have incompatible tensor types: Meta mixes with no device");
-  STRATA_CHECK_TYPE(!requires_grad() || strata::is_floating_point(new_data.dtype()),
-                    "[set_data] data set to a tensor that requires gradients must be floating point, got ",
-                    new_data.dtype());
-  impl->set_data_from(*new_data.impl());
+  return detail::make_alias(*this, impl->sizes(), impl->strides(), impl->storage_offset());
 }
 
 void Tensor::throw_undefined() {
@@ -97,11 +85,23 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const std::
   Device device = options.device();
   STRATA_CHECK_VALUE(device.is_cpu(), "[from_blob] only CPU memory can be wrapped, got device ", device);
   Tensor result = detail::wrap_external(data, sizes, strides, options.dtype(), device, deleter, "from_blob");
-  if (options.requires_grad()) result.requires_grad_(true);
+  if (options.requires_grad()) detail::set_requires_grad(result, true);
   return result;
 }
 
 namespace detail {
+
+namespace {
+std::atomic<RequiresGradHook> requires_grad_hook{nullptr};
+}  // namespace
+
+void set_requires_grad_hook(RequiresGradHook hook) { requires_grad_hook.store(hook, std::memory_order_release); }
+
+void set_requires_grad(const Tensor& tensor, bool requires_grad) {
+  RequiresGradHook hook = requires_grad_hook.load(std::memory_order_acquire);
+  STRATA_INTERNAL_ASSERT(hook, "[requires_grad_] autograd has not registered its requires_grad hook");
+  hook(tensor, requires_grad);
+}
 
 // Note [External memory]
 // from_blob and from_dlpack wrap memory strata does not own in a StorageImpl built with its

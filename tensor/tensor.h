@@ -89,7 +89,7 @@ class Tensor {
   bool is_view() const { return checked_impl()->view_base() != nullptr; }
   Tensor _base() const;
   // LibTorch's variable.data(): an alias of the same storage and geometry without autograd
-  // history (requires_grad false). See Note [data and set_data] in tensor.cpp.
+  // history (requires_grad false). See Note [data and set_data] in autograd/variable.cpp.
   Tensor data() const;
   // Makes this tensor use new_data's storage, dtype and geometry, keeping its autograd identity
   // (requires_grad, grad, hooks: the same leaf). Throws for an undefined new_data, for mixing
@@ -287,6 +287,12 @@ Tensor wrap_external(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarT
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 // The same geometry without recording a base (detach, internal aliases).
 Tensor make_alias(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+// Tensor::requires_grad_ for tensor-level code (from_blob's TensorOptions::requires_grad):
+// tensor/ does not link to autograd/, so autograd registers the function when it loads.
+// See Note [Layers] in cmake/StrataLayers.cmake.
+using RequiresGradHook = void (*)(const Tensor& tensor, bool requires_grad);
+void set_requires_grad_hook(RequiresGradHook hook);
+void set_requires_grad(const Tensor& tensor, bool requires_grad);
 }  // namespace detail
 
 // Dimension index wrapping: -1 is the last dim. Throws IndexError naming `op`.

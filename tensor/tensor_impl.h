@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <memory>
 
-#include <strata/dispatch/dispatch_key.h>
 #include <strata/tensor/dim_vector.h>
+#include <strata/tensor/dispatch_key.h>
 #include <strata/tensor/scalar_type.h>
 #include <strata/tensor/storage.h>
 

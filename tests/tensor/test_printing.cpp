@@ -3,6 +3,8 @@
 
 #include <strata/tensor/tensor.h>
 
+#include "../test_util.h"
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <vector>
 
 using namespace strata;
+using strata::testing::expect_error;
 
 namespace {
 
@@ -154,4 +157,12 @@ TEST_CASE("printing: requires_grad and undefined tensors") {
   tensor.impl()->set_autograd_meta(std::make_unique<Meta>());
   CHECK(repr(tensor) == "tensor([1., 2.], requires_grad=True)");
   CHECK(repr(Tensor()) == "[ undefined Tensor ]");
+}
+
+TEST_CASE("printing: values off the CPU are refused, since printing reads memory in place") {
+  // tensor/ calls no op (Note [Layers]), so there is no copy to the host to print from.
+  float value = 1.0f;
+  Tensor device_tensor = detail::wrap_external(&value, {1}, {1}, kFloat32, Device(kCUDA), {}, "test");
+  expect_error<NotImplementedError>([&] { repr(device_tensor); },
+                                    "[print] reading the values of a cuda:0 tensor is not supported yet");
 }

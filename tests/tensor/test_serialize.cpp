@@ -120,6 +120,37 @@ TEST_CASE("npy: 0-d, zero-size and non-contiguous tensors") {
   CHECK(same_bits(load_npy_bytes(save_npy_bytes(transposed)), transposed.contiguous()));
 }
 
+TEST_CASE("npy and safetensors: strided tensors of every element width save their values in order") {
+  // The savers copy strided tensors element by element without ops (Note [Values without ops]).
+  for (const Tensor& sample : sample_tensors()) {
+    INFO("dtype ", sample.dtype());
+    const int64_t n = sample.numel() / 2 * 2;
+    Tensor flat = sample.reshape({-1}).slice(0, 0, n);
+    std::vector<Tensor> strided = {
+        flat.reshape({n / 2, 2}).t(),                                         // transposed
+        flat.slice(0, 1, n, 2),                                               // stepped
+        flat.slice(0, 0, 1).expand({3, 4}),                                   // stride 0
+        flat.reshape({1, n / 2, 2}).permute({2, 0, 1}).slice(2, 1, n / 2),  // 3-d, offset
+        flat.select(0, n - 1),                                                // 0-d with an offset
+    };
+    for (const Tensor& t : strided) {
+      INFO("sizes ", t.sizes(), " strides ", t.strides());
+      if (sample.dtype() != kBFloat16) CHECK(same_bits(load_npy_bytes(save_npy_bytes(t)), t.contiguous()));
+      auto loaded = load_safetensors_bytes(save_safetensors_bytes({{"t", t}}));
+      CHECK(same_bits(loaded.at("t"), t.contiguous()));
+    }
+  }
+}
+
+TEST_CASE("npy and safetensors: saving a tensor off the CPU is refused naming the saver") {
+  float value = 1.0f;
+  Tensor device_tensor = detail::wrap_external(&value, {1}, {1}, kFloat32, Device(kCUDA), {}, "test");
+  expect_error<NotImplementedError>([&] { save_npy_bytes(device_tensor); },
+                                    "[save_npy] reading the values of a cuda:0 tensor is not supported yet");
+  expect_error<NotImplementedError>([&] { save_safetensors_bytes({{"w", device_tensor}}); },
+                                    "[save_safetensors] reading the values of a cuda:0 tensor is not supported yet");
+}
+
 TEST_CASE("npy: the header is version 1.0, 64-byte aligned, in NumPy's dict form") {
   Bytes bytes = save_npy_bytes(make<float>({1, 2, 3}, {3}));
   REQUIRE(bytes.size() == 128 + 12);  // NumPy's own header for this is 128 bytes too
@@ -171,6 +202,16 @@ TEST_CASE("npy: hand-written files load with the right values") {
     Tensor t = load_npy_bytes(npy_file(1, "{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }", data));
     CHECK(t.is_contiguous());
     CHECK(same_bits(t, make<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3})));
+  }
+  SUBCASE("fortran order 2x3x2 of <i2: the first index varies fastest") {
+    Bytes data;
+    for (int16_t k = 0; k < 2; ++k)
+      for (int16_t j = 0; j < 3; ++j)
+        for (int16_t i = 0; i < 2; ++i) append_value(data, static_cast<int16_t>(100 * i + 10 * j + k));
+    Tensor t = load_npy_bytes(npy_file(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3, 2), }", data));
+    CHECK(t.is_contiguous());
+    CHECK_FALSE(t.is_view());
+    CHECK(same_bits(t, make<int16_t>({0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121}, {2, 3, 2})));
   }
   SUBCASE("v2.0 and v3.0 headers, |b1, |u1 and <f2") {
     Tensor b = load_npy_bytes(npy_file(2, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", {1, 0, 2}));
