@@ -14,6 +14,7 @@
 
 #include <strata/tensor/parallel.h>
 #include <strata/tensor/random.h>
+#include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor.h>
 
 namespace strata {
@@ -214,6 +215,12 @@ const Tensor& mul_(const Tensor& self, const Tensor& other);
 const Tensor& mul_(const Tensor& self, const Scalar& other);
 const Tensor& div_(const Tensor& self, const Tensor& other);
 const Tensor& div_(const Tensor& self, const Scalar& other);
+// out= forms (out first, as LibTorch's at::add_out): `out` gets the result, resized if it has
+// no elements; not differentiable.
+const Tensor& add_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+const Tensor& sub_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+const Tensor& mul_out(const Tensor& out, const Tensor& self, const Tensor& other);
+const Tensor& div_out(const Tensor& out, const Tensor& self, const Tensor& other);
 
 // Pointwise math and activations (ops/unary.cpp, ops/binary.cpp). exp, log, sqrt, rsqrt,
 // sin, cos, tanh and sigmoid compute integral inputs in float32; gelu and silu take floating
@@ -395,10 +402,6 @@ Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target
 bool equal(const Tensor& a, const Tensor& b);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 
-// Broadcast shape of two shapes; throws ValueError naming `op` when they do not broadcast.
-DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);
-// torch.result_type for tensor-tensor and tensor-scalar operands.
-ScalarType result_type(const Tensor& a, const Tensor& b);
-ScalarType result_type(const Tensor& a, const Scalar& b);
+// broadcast_shapes and result_type: tensor/shape_checks.h.
 
 }  // namespace strata

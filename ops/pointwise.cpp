@@ -1,70 +1,25 @@
-// Pointwise arithmetic: add, sub, mul, div (tensor and scalar operands, in-place variants).
-// Schema, shape/dtype function, CPU and Meta kernels, registrations and free functions.
+// Pointwise arithmetic: add, sub, mul, div (tensor and scalar operands, in-place and out=
+// variants). Schemas, CPU compute, derivatives, registrations and free functions; the shape
+// functions are in shapes/pointwise.h and the Meta kernels derive from them.
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/pointwise.h>
+#include <strata/ops/structured.h>
 
 namespace strata {
 namespace {
 
-enum class Arith { add, sub, mul, div };
+using shapes::Arith;
 
-constexpr const char* arith_name(Arith kind, bool in_place) {
+constexpr const char* arith_name(Arith kind) {
   switch (kind) {
-    case Arith::add: return in_place ? "add_" : "add";
-    case Arith::sub: return in_place ? "sub_" : "sub";
-    case Arith::mul: return in_place ? "mul_" : "mul";
-    case Arith::div: return in_place ? "div_" : "div";
+    case Arith::add: return "add";
+    case Arith::sub: return "sub";
+    case Arith::mul: return "mul";
+    case Arith::div: return "div";
   }
   return "?";
-}
-
-// ---------------------------------------------------------------------------------------
-// Shape and dtype: the one function the CPU and Meta kernels share.
-
-struct BinaryShape {
-  DimVector sizes;
-  ScalarType dtype;  // the inputs are cast to it, the arithmetic runs in it, the output has it
-};
-
-// Note [Arithmetic dtype rules]
-// The dtype is torch.result_type of the operands (Note [Result type]). div is always true
-// division, so integral and bool results become float32. sub refuses bool operands like
-// PyTorch (use logical_not / logical_xor). alpha must be integral when the result is
-// integral, and may be bool only when the result is bool.
-void check_arith(Arith kind, const char* op, bool self_bool, bool other_bool, ScalarType dtype, const Scalar& alpha) {
-  STRATA_CHECK_TYPE(kind != Arith::sub || (!self_bool && !other_bool), "[", op,
-                    "] subtraction with a bool tensor is not supported; use logical_not() or logical_xor() instead");
-  STRATA_CHECK_TYPE(is_floating_point(dtype) || !alpha.is_floating_point(), "[", op,
-                    "] for integral input tensors, alpha must not be a floating point number (got ", alpha, ")");
-  STRATA_CHECK_TYPE(!alpha.is_bool() || dtype == kBool, "[", op, "] a bool alpha is only supported for bool results");
-}
-
-ScalarType arith_dtype(Arith kind, ScalarType promoted) {
-  return kind == Arith::div && !is_floating_point(promoted) ? kFloat32 : promoted;
-}
-
-BinaryShape binary_shape(Arith kind, const char* op, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  detail::check_same_device(op, self, other);
-  BinaryShape shape{broadcast_shapes(self.sizes(), other.sizes(), op), result_type(self, other)};
-  check_arith(kind, op, self.dtype() == kBool, other.dtype() == kBool, shape.dtype, alpha);
-  shape.dtype = arith_dtype(kind, shape.dtype);
-  return shape;
-}
-
-BinaryShape scalar_shape(Arith kind, const char* op, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  BinaryShape shape{DimVector(self.sizes()), result_type(self, other)};
-  check_arith(kind, op, self.dtype() == kBool, other.is_bool(), shape.dtype, alpha);
-  shape.dtype = arith_dtype(kind, shape.dtype);
-  return shape;
-}
-
-// In-place: the result must keep self's shape and be castable to self's dtype.
-void check_in_place(const char* op, const Tensor& self, const BinaryShape& shape) {
-  STRATA_CHECK_VALUE(shape.sizes.ref() == self.sizes(), "[", op, "] output with shape ", self.sizes(),
-                     " doesn't match the broadcast shape ", shape.sizes.ref());
-  detail::check_can_cast(op, shape.dtype, self.dtype());
-  detail::check_no_internal_overlap(op, self);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -156,156 +111,82 @@ void compute_scalar(Arith kind, const char* name, const Tensor& out, const Tenso
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernels. Alpha-less schemas (mul, div) reach these with alpha = 1.
+// CPU compute (Note [Structured ops]): out has the shape function's sizes and dtype; it may be
+// self (in place) or a strided out=. Alpha-less schemas compute with alpha = 1.
 
 template <Arith kind>
-Tensor binary_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, false);
-  const BinaryShape shape = binary_shape(kind, name, self, other, alpha);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  compute_binary(kind, name, out, self, other, alpha);
-  return out;
+void binary_out_cpu(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  compute_binary(kind, arith_name(kind), out, self, other, alpha);
 }
-
 template <Arith kind>
-Tensor binary_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const BinaryShape shape = binary_shape(kind, arith_name(kind, false), self, other, alpha);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
+void scalar_out_cpu(const Tensor& out, const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  compute_scalar(kind, arith_name(kind), out, self, other, alpha);
 }
-
 template <Arith kind>
-Tensor scalar_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, false);
-  const BinaryShape shape = scalar_shape(kind, name, self, other, alpha);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  compute_scalar(kind, name, out, self, other, alpha);
-  return out;
+void binary_out_cpu_no_alpha(const Tensor& out, const Tensor& self, const Tensor& other) {
+  compute_binary(kind, arith_name(kind), out, self, other, 1);
 }
-
 template <Arith kind>
-Tensor scalar_meta(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const BinaryShape shape = scalar_shape(kind, arith_name(kind, false), self, other, alpha);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
-}
-
-// Note [In-place arithmetic]
-// When the computed dtype equals self's, the kernel writes into self directly (the fast
-// paths handle out == a). Otherwise (float32 self += float64 other) the result is computed
-// in the promoted dtype and converted into self, as PyTorch does. Either way the version
-// counter is bumped, Meta tensors included, so saved-tensor checks behave the same.
-template <Arith kind>
-Tensor binary_in_place_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, true);
-  const BinaryShape shape = binary_shape(kind, name, self, other, alpha);
-  check_in_place(name, self, shape);
-  detail::check_no_partial_overlap(name, self, other);
-  if (shape.dtype == self.dtype()) {
-    compute_binary(kind, name, self, self, other, alpha);
-  } else {
-    Tensor result = detail::make_empty(shape.sizes, shape.dtype, self.device());
-    compute_binary(kind, name, result, self, other, alpha);
-    detail::copy_kernel(self, result);
-  }
-  return self;
-}
-
-template <Arith kind>
-Tensor binary_in_place_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, true);
-  check_in_place(name, self, binary_shape(kind, name, self, other, alpha));
-  detail::check_no_partial_overlap(name, self, other);
-  return self;
-}
-
-template <Arith kind>
-Tensor scalar_in_place_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, true);
-  const BinaryShape shape = scalar_shape(kind, name, self, other, alpha);
-  check_in_place(name, self, shape);
-  if (shape.dtype == self.dtype()) {
-    compute_scalar(kind, name, self, self, other, alpha);
-  } else {
-    Tensor result = detail::make_empty(shape.sizes, shape.dtype, self.device());
-    compute_scalar(kind, name, result, self, other, alpha);
-    detail::copy_kernel(self, result);
-  }
-  return self;
-}
-
-template <Arith kind>
-Tensor scalar_in_place_meta(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  constexpr const char* name = arith_name(kind, true);
-  check_in_place(name, self, scalar_shape(kind, name, self, other, alpha));
-  return self;
-}
-
-// Signatures without alpha, for mul and div.
-template <Tensor (*kernel)(const Tensor&, const Tensor&, const Scalar&)>
-Tensor without_alpha(const Tensor& self, const Tensor& other) {
-  return kernel(self, other, 1);
-}
-template <Tensor (*kernel)(const Tensor&, const Scalar&, const Scalar&)>
-Tensor without_alpha_scalar(const Tensor& self, const Scalar& other) {
-  return kernel(self, other, 1);
+void scalar_out_cpu_no_alpha(const Tensor& out, const Tensor& self, const Scalar& other) {
+  compute_scalar(kind, arith_name(kind), out, self, other, 1);
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
-  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
-  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
-  m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
-  m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");
-  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("div.Scalar(Tensor self, Scalar other) -> Tensor");
-  m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  m.def("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  m.def("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  m.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
+  using namespace shapes;
+  using detail::def_structured, detail::def_structured_in_place, detail::def_structured_out;
+  def_structured<&add_tensor>(m, "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  def_structured<&add_scalar>(m, "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
+  def_structured<&sub_tensor>(m, "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  def_structured<&sub_scalar>(m, "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
+  def_structured<&mul_tensor>(m, "mul.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&mul_scalar>(m, "mul.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&div_tensor>(m, "div.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&div_scalar>(m, "div.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured_in_place<&add_tensor_in_place, "add_">(
+      m, "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  def_structured_in_place<&add_scalar_in_place, "add_">(
+      m, "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
+  def_structured_in_place<&sub_tensor_in_place, "sub_">(
+      m, "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  def_structured_in_place<&sub_scalar_in_place, "sub_">(
+      m, "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
+  def_structured_in_place<&mul_tensor_in_place, "mul_">(m, "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  def_structured_in_place<&mul_scalar_in_place, "mul_">(m, "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
+  def_structured_in_place<&div_tensor_in_place, "div_">(m, "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  def_structured_in_place<&div_scalar_in_place, "div_">(m, "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
+  def_structured_out<&add_tensor, "add.out">(
+      m, "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&sub_tensor, "sub.out">(
+      m, "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&mul_tensor, "mul.out">(m, "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&div_tensor, "div.out">(m, "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("add.Tensor", &binary_cpu<Arith::add>);
-  m.impl("add.Scalar", &scalar_cpu<Arith::add>);
-  m.impl("sub.Tensor", &binary_cpu<Arith::sub>);
-  m.impl("sub.Scalar", &scalar_cpu<Arith::sub>);
-  m.impl("mul.Tensor", &without_alpha<&binary_cpu<Arith::mul>>);
-  m.impl("mul.Scalar", &without_alpha_scalar<&scalar_cpu<Arith::mul>>);
-  m.impl("div.Tensor", &without_alpha<&binary_cpu<Arith::div>>);
-  m.impl("div.Scalar", &without_alpha_scalar<&scalar_cpu<Arith::div>>);
-  m.impl("add_.Tensor", &binary_in_place_cpu<Arith::add>);
-  m.impl("add_.Scalar", &scalar_in_place_cpu<Arith::add>);
-  m.impl("sub_.Tensor", &binary_in_place_cpu<Arith::sub>);
-  m.impl("sub_.Scalar", &scalar_in_place_cpu<Arith::sub>);
-  m.impl("mul_.Tensor", &without_alpha<&binary_in_place_cpu<Arith::mul>>);
-  m.impl("mul_.Scalar", &without_alpha_scalar<&scalar_in_place_cpu<Arith::mul>>);
-  m.impl("div_.Tensor", &without_alpha<&binary_in_place_cpu<Arith::div>>);
-  m.impl("div_.Scalar", &without_alpha_scalar<&scalar_in_place_cpu<Arith::div>>);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("add.Tensor", &binary_meta<Arith::add>);
-  m.impl("add.Scalar", &scalar_meta<Arith::add>);
-  m.impl("sub.Tensor", &binary_meta<Arith::sub>);
-  m.impl("sub.Scalar", &scalar_meta<Arith::sub>);
-  m.impl("mul.Tensor", &without_alpha<&binary_meta<Arith::mul>>);
-  m.impl("mul.Scalar", &without_alpha_scalar<&scalar_meta<Arith::mul>>);
-  m.impl("div.Tensor", &without_alpha<&binary_meta<Arith::div>>);
-  m.impl("div.Scalar", &without_alpha_scalar<&scalar_meta<Arith::div>>);
-  m.impl("add_.Tensor", &binary_in_place_meta<Arith::add>);
-  m.impl("add_.Scalar", &scalar_in_place_meta<Arith::add>);
-  m.impl("sub_.Tensor", &binary_in_place_meta<Arith::sub>);
-  m.impl("sub_.Scalar", &scalar_in_place_meta<Arith::sub>);
-  m.impl("mul_.Tensor", &without_alpha<&binary_in_place_meta<Arith::mul>>);
-  m.impl("mul_.Scalar", &without_alpha_scalar<&scalar_in_place_meta<Arith::mul>>);
-  m.impl("div_.Tensor", &without_alpha<&binary_in_place_meta<Arith::div>>);
-  m.impl("div_.Scalar", &without_alpha_scalar<&scalar_in_place_meta<Arith::div>>);
+  using namespace shapes;
+  using detail::structured, detail::structured_in_place, detail::structured_out;
+  m.impl("add.Tensor", structured<&add_tensor, &binary_out_cpu<Arith::add>>());
+  m.impl("add.Scalar", structured<&add_scalar, &scalar_out_cpu<Arith::add>>());
+  m.impl("sub.Tensor", structured<&sub_tensor, &binary_out_cpu<Arith::sub>>());
+  m.impl("sub.Scalar", structured<&sub_scalar, &scalar_out_cpu<Arith::sub>>());
+  m.impl("mul.Tensor", structured<&mul_tensor, &binary_out_cpu_no_alpha<Arith::mul>>());
+  m.impl("mul.Scalar", structured<&mul_scalar, &scalar_out_cpu_no_alpha<Arith::mul>>());
+  m.impl("div.Tensor", structured<&div_tensor, &binary_out_cpu_no_alpha<Arith::div>>());
+  m.impl("div.Scalar", structured<&div_scalar, &scalar_out_cpu_no_alpha<Arith::div>>());
+  m.impl("add_.Tensor", structured_in_place<&add_tensor_in_place, &binary_out_cpu<Arith::add>, "add_">());
+  m.impl("add_.Scalar", structured_in_place<&add_scalar_in_place, &scalar_out_cpu<Arith::add>, "add_">());
+  m.impl("sub_.Tensor", structured_in_place<&sub_tensor_in_place, &binary_out_cpu<Arith::sub>, "sub_">());
+  m.impl("sub_.Scalar", structured_in_place<&sub_scalar_in_place, &scalar_out_cpu<Arith::sub>, "sub_">());
+  m.impl("mul_.Tensor", structured_in_place<&mul_tensor_in_place, &binary_out_cpu_no_alpha<Arith::mul>, "mul_">());
+  m.impl("mul_.Scalar", structured_in_place<&mul_scalar_in_place, &scalar_out_cpu_no_alpha<Arith::mul>, "mul_">());
+  m.impl("div_.Tensor", structured_in_place<&div_tensor_in_place, &binary_out_cpu_no_alpha<Arith::div>, "div_">());
+  m.impl("div_.Scalar", structured_in_place<&div_scalar_in_place, &scalar_out_cpu_no_alpha<Arith::div>, "div_">());
+  m.impl("add.out", structured_out<&add_tensor, &binary_out_cpu<Arith::add>, "add.out">());
+  m.impl("sub.out", structured_out<&sub_tensor, &binary_out_cpu<Arith::sub>, "sub.out">());
+  m.impl("mul.out", structured_out<&mul_tensor, &binary_out_cpu_no_alpha<Arith::mul>, "mul.out">());
+  m.impl("div.out", structured_out<&div_tensor, &binary_out_cpu_no_alpha<Arith::div>, "div.out">());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -552,6 +433,30 @@ const Tensor& div_(const Tensor& self, const Scalar& other) {
   static const auto op = find_op("strata::div_.Scalar").typed<Tensor(const Tensor&, const Scalar&)>();
   op.call(self, other);
   return self;
+}
+
+// out= variants (LibTorch's at::add_out order: out first).
+const Tensor& add_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  static const auto op =
+      find_op("strata::add.out").typed<Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&)>();
+  op.call(self, other, alpha, out);
+  return out;
+}
+const Tensor& sub_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  static const auto op =
+      find_op("strata::sub.out").typed<Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&)>();
+  op.call(self, other, alpha, out);
+  return out;
+}
+const Tensor& mul_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::mul.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, other, out);
+  return out;
+}
+const Tensor& div_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::div.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, other, out);
+  return out;
 }
 
 }  // namespace strata

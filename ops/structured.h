@@ -1,0 +1,196 @@
+#pragma once
+// Internal to ops/ and backends (not public API): the structured registration form.
+//
+// Note [Structured ops]
+// An op's shape function (ops/shapes/<family>.h) is the one place that checks its arguments
+// and says what its outputs are: `TensorMeta shape(Args...)`, or `std::array<TensorMeta, N>`
+// for N outputs, taking exactly the op's schema arguments. A backend then writes only the
+// compute, an "out" kernel `void compute(const Tensor& out..., Args...)` that fills outputs
+// already allocated with the right sizes, dtype and device. From those two functions the
+// templates below make every kernel the dispatcher needs:
+//   structured<Shape, Compute>()                 the functional op: shape, allocate, compute;
+//   structured_in_place<Shape, Compute, "op_">() an in-place variant `op_(Tensor(a!) self, ...)`:
+//                                                the result must fit self (sizes, castable dtype,
+//                                                no internal overlap, no partial overlap with
+//                                                an input); computed into self directly when the
+//                                                dtypes agree, else into a temporary then copied;
+//   structured_out<Shape, Compute, "op.out">()   an out= variant `op.out(..., *, Tensor(a!) out)`:
+//                                                an empty `out` is resized, otherwise its sizes
+//                                                must match; dtype as for in-place.
+// The Meta kernels are the same templates without a compute (`def_structured*` register them
+// with the schema), so Meta results are what the shape function says, by construction. The
+// dispatcher bumps the version of `(a!)` arguments after these kernels, as for any op.
+// A compute function may be handed a non-contiguous `out` (in-place on a view, a strided out=)
+// and an `out` that is one of its inputs (in-place): it must handle both. Shape functions come
+// from PyTorch's meta functions (TORCH_META_FUNC), smaller: no TensorIterator, no codegen.
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <strata/dispatch/library.h>
+#include <strata/ops/elementwise.h>
+#include <strata/tensor/shape_checks.h>
+#include <strata/tensor/tensor_meta.h>
+
+namespace strata::detail {
+
+// A string literal as a template argument: the op name in error messages.
+template <size_t N>
+struct OpName {
+  char text[N];
+  constexpr OpName(const char (&name)[N]) {  // NOLINT: implicit on purpose
+    for (size_t i = 0; i < N; ++i) text[i] = name[i];
+  }
+  constexpr const char* c_str() const { return text; }
+};
+
+// Same-device copy with dtype conversion used when a result must be cast into its destination.
+using CopyKernel = void (*)(const Tensor& dst, const Tensor& src);
+
+template <class T>
+inline constexpr bool is_tensor_meta_array = false;
+template <size_t N>
+inline constexpr bool is_tensor_meta_array<std::array<TensorMeta, N>> = true;
+
+// The checks every written tensor of an in-place or out= variant gets, for each tensor input.
+template <class Arg>
+void check_input_overlap(const char* op, const Tensor& written, const Arg& arg) {
+  using A = std::remove_cvref_t<Arg>;
+  if constexpr (std::is_same_v<A, Tensor>) {
+    check_no_partial_overlap(op, written, arg);
+  } else if constexpr (std::is_same_v<A, std::optional<Tensor>>) {
+    if (arg) check_no_partial_overlap(op, written, *arg);
+  } else if constexpr (std::is_same_v<A, tensor_list>) {
+    for (const Tensor& t : arg) check_no_partial_overlap(op, written, t);
+  }
+}
+
+// self must hold the result as it is: same sizes and device, a dtype the result casts to.
+void check_in_place_result(const char* op, const Tensor& self, const TensorMeta& meta);
+// out gets the result's sizes (resized when it has no elements), on the result's device, in a
+// dtype the result casts to. See Note [Resizing out=].
+void prepare_out(const char* op, const Tensor& out, const TensorMeta& meta);
+
+// Runs compute into `dest`, or into a temporary of the computed dtype that is then copied.
+template <auto Compute, auto Copy, class... Args>
+void compute_into(const Tensor& dest, const TensorMeta& meta, const Args&... args) {
+  if (dest.dtype() == meta.dtype) {
+    Compute(dest, args...);
+  } else {
+    Tensor result = empty_from_meta(meta);
+    Compute(result, args...);
+    Copy(dest, result);
+  }
+}
+
+template <auto Shape, auto Compute, class Sig = decltype(Shape)>
+struct Structured;
+
+template <auto Shape, auto Compute, class R, class... Args>
+struct Structured<Shape, Compute, R (*)(Args...)> {
+  static auto functional(Args... args) {
+    if constexpr (std::is_same_v<R, TensorMeta>) {
+      Tensor out = empty_from_meta(Shape(args...));
+      if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(out, args...);
+      return out;
+    } else {
+      static_assert(is_tensor_meta_array<R>, "a shape function returns TensorMeta or std::array<TensorMeta, N>");
+      const R metas = Shape(args...);
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        std::tuple<decltype(I, Tensor())...> outs{empty_from_meta(metas[I])...};
+        if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(std::get<I>(outs)..., args...);
+        return outs;
+      }(std::make_index_sequence<std::tuple_size_v<R>>());
+    }
+  }
+};
+
+template <auto Shape, auto Compute, OpName Name, auto Copy, class Sig = decltype(Shape)>
+struct StructuredInPlace;
+
+template <auto Shape, auto Compute, OpName Name, auto Copy, class... Rest>
+struct StructuredInPlace<Shape, Compute, Name, Copy, TensorMeta (*)(const Tensor&, Rest...)> {
+  static Tensor kernel(const Tensor& self, Rest... rest) {
+    const TensorMeta meta = Shape(self, rest...);
+    check_in_place_result(Name.c_str(), self, meta);
+    (check_input_overlap(Name.c_str(), self, rest), ...);
+    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(self, meta, self, rest...);
+    return self;
+  }
+};
+
+template <auto Shape, auto Compute, OpName Name, auto Copy, class Sig = decltype(Shape)>
+struct StructuredOut;
+
+template <auto Shape, auto Compute, OpName Name, auto Copy, class... Args>
+struct StructuredOut<Shape, Compute, Name, Copy, TensorMeta (*)(Args...)> {
+  static Tensor kernel(Args... args, const Tensor& out) {
+    const TensorMeta meta = Shape(args...);
+    prepare_out(Name.c_str(), out, meta);
+    (check_input_overlap(Name.c_str(), out, args), ...);
+    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(out, meta, args...);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// What a backend registers (with Copy = its same-device converting copy; the CPU's default).
+
+template <auto Shape, auto Compute>
+constexpr auto structured() {
+  return &Structured<Shape, Compute>::functional;
+}
+template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
+constexpr auto structured_in_place() {
+  return &StructuredInPlace<Shape, Compute, Name, Copy>::kernel;
+}
+template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
+constexpr auto structured_out() {
+  return &StructuredOut<Shape, Compute, Name, Copy>::kernel;
+}
+
+// Note [Out variants and autograd]
+// As in PyTorch, an out= call is not differentiable: with grad mode on, one of its tensors
+// requiring grad is an error naming the op; otherwise the call goes on below autograd.
+void out_variant_autograd(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+
+// ---------------------------------------------------------------------------------------
+// What the op's family file registers with its schema: the Meta kernel, derived.
+
+inline std::string_view schema_name(std::string_view schema) { return schema.substr(0, schema.find('(')); }
+// Remembers that "ns::name.overload" has a Meta kernel derived from its shape function (the
+// registry test checks that every built-in op with a Meta kernel has one of these).
+void record_derived_meta(const std::string& qualified_name);
+bool has_derived_meta(const std::string& qualified_name);
+
+template <auto Shape>
+void def_structured(Library& m, std::string_view schema,
+                    std::source_location where = std::source_location::current()) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(schema_name(schema), structured<Shape, nullptr>(), DispatchKey::Meta, where);
+  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+}
+template <auto Shape, OpName Name>
+void def_structured_in_place(Library& m, std::string_view schema,
+                             std::source_location where = std::source_location::current()) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(schema_name(schema), structured_in_place<Shape, nullptr, Name, nullptr>(), DispatchKey::Meta, where);
+  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+}
+// Also registers the Autograd kernel of Note [Out variants and autograd].
+template <auto Shape, OpName Name>
+void def_structured_out(Library& m, std::string_view schema,
+                        std::source_location where = std::source_location::current()) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(schema_name(schema), structured_out<Shape, nullptr, Name, nullptr>(), DispatchKey::Meta, where);
+  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+  m.impl(schema_name(schema), BoxedKernelWithKeys(&out_variant_autograd), DispatchKey::Autograd, where);
+}
+
+}  // namespace strata::detail
