@@ -1,6 +1,12 @@
 #pragma once
 // strata: everything in one include.
 #include <strata/tensor/tensor.h>
+#include <strata/tensor/cuda.h>
+#include <strata/tensor/device_guard.h>
+#include <strata/tensor/event.h>
+#include <strata/tensor/generator.h>
+#include <strata/tensor/random.h>
+#include <strata/tensor/stream.h>
 #include <strata/tensor/serialize.h>
 #include <strata/tensor/dlpack.h>
 #include <strata/dispatch/dispatcher.h>

@@ -182,7 +182,7 @@ Tensor rand_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optiona
       constexpr int digits = mantissa_digits<T>();
       const double scale = std::ldexp(1.0, -digits);
       T* data = detail::data_of<T>(out);
-      auto& generator = detail::default_cpu_generator();
+      auto& generator = detail::cpu_generator(default_generator(out.device()));
       std::lock_guard lock(generator.mutex);
       for (int64_t i = 0, n = out.numel(); i < n; ++i)
         data[i] = static_cast<T>(static_cast<double>(generator.engine() >> (64 - digits)) * scale);
@@ -197,7 +197,7 @@ Tensor randn_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::option
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       T* data = detail::data_of<T>(out);
       const int64_t n = out.numel();
-      auto& generator = detail::default_cpu_generator();
+      auto& generator = detail::cpu_generator(default_generator(out.device()));
       std::lock_guard lock(generator.mutex);
       auto uniform = [&generator] { return static_cast<double>(generator.engine() >> 11) * 0x1.0p-53; };
       for (int64_t i = 0; i < n; i += 2) {
@@ -306,7 +306,7 @@ Tensor randint_low_cpu(int64_t low, int64_t high, IntArrayRef sizes, std::option
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype(out.dtype(), [&]<class T>() {
     T* data = detail::data_of<T>(out);
-    auto& generator = detail::default_cpu_generator();
+    auto& generator = detail::cpu_generator(default_generator(out.device()));
     std::lock_guard lock(generator.mutex);
     for (int64_t i = 0, n = out.numel(); i < n; ++i)
       data[i] = detail::convert<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + generator.engine() % range));

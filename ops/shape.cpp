@@ -3,7 +3,9 @@
 // counter), cat and stack, contiguous, clone, copy_, and _to_copy behind Tensor::to.
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
+#include <strata/ops/copy.h>
 #include <strata/ops/elementwise.h>
+#include <strata/tensor/device_hooks.h>
 
 #include <optional>
 #include <vector>
@@ -359,14 +361,16 @@ void check_copy_shapes(const Tensor& self, const Tensor& src) {
   detail::check_no_partial_overlap("copy_", self, src);
 }
 
-// Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks shapes.
+// Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks shapes. A src on
+// another device (reached when a backend leaves copy_ to the CPU kernel) takes the one
+// cross-device path.
 Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
-  (void)non_blocking;  // CPU copies are synchronous
   check_copy_shapes(self, src);
   if (!self.is_meta()) {
     STRATA_CHECK(!src.is_meta(), "[copy_] cannot copy from a meta tensor to ", self.device(),
                  ": meta tensors have no data");
-    detail::copy_kernel(self, src);
+    if (src.device() != self.device()) detail::copy_across_devices(self, src, non_blocking);
+    else detail::copy_kernel(self, src);  // CPU copies are synchronous
   }
   return self;
 }
@@ -376,23 +380,106 @@ Tensor copy_meta(const Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
+// Checked before allocating, so x.to(kCUDA) without a backend names what is missing.
+void check_backend_loaded(Device device) {
+  if (!device.is_cpu() && !device.is_meta()) detail::require_device_hooks(device.type(), "_to_copy");
+}
+
 Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
                    bool non_blocking) {
-  (void)non_blocking;
   const Device target = device.value_or(self.device());
+  check_backend_loaded(target);
   Tensor out = detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), target);
   if (target.is_meta()) return out;
   STRATA_CHECK(!self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target, ": meta tensors have no data");
-  detail::copy_kernel(out, self);
+  if (target != self.device()) detail::copy_across_devices(out, self, non_blocking);
+  else detail::copy_kernel(out, self);
+  return out;
+}
+// Serves every backend without a _to_copy kernel of its own (and a CUDA target with no backend
+// loaded, which then gets a clear error): allocate on the target, then the target's copy_.
+Tensor to_copy_composite(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+                         bool non_blocking) {
+  const Device target = device.value_or(self.device());
+  check_backend_loaded(target);
+  Tensor out = detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), target);
+  if (target.is_meta()) return out;
+  STRATA_CHECK(!self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target, ": meta tensors have no data");
+  static const auto copy_op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
+  copy_op.call(out, self, non_blocking);
   return out;
 }
 Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
                     bool non_blocking) {
   (void)non_blocking;
+  check_backend_loaded(device.value_or(self.device()));
   return detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()));
 }
 
 }  // namespace
+
+// Note [Copies between devices]
+// Every copy between two devices, whichever kernel the dispatcher reached (the CPU copy_ or
+// _to_copy, or a backend's copy_ given a src on another device), runs copy_across_devices.
+// Only dense bytes of one dtype and shape cross between devices, moved by the hooks'
+// copy_bytes; broadcasting, strides and dtype conversion happen once, on one side, by that
+// side's own same-device copy (the CPU copy_kernel, or a dispatched copy_/contiguous on the
+// device, which the backend provides anyway):
+// - device to CPU: src is made contiguous on its device; its bytes land in dst when dst is
+//   dense with src's dtype and shape, else in a CPU buffer that copy_kernel converts into dst.
+// - CPU to device, device to device: src is converted on its own side into a dense tensor of
+//   dst's dtype and shape (unless it is one); its bytes land in dst when dst is contiguous,
+//   else in a dense temporary on dst's device that dst then copies from.
+// non_blocking is passed on only when no CPU buffer of ours takes part: such a buffer is freed
+// (or read) as soon as this returns, so its copy must be finished by then.
+namespace detail {
+namespace {
+bool is_dense_like(const Tensor& candidate, const Tensor& target) {
+  return candidate.dtype() == target.dtype() && candidate.sizes() == target.sizes() && candidate.is_contiguous();
+}
+
+// dst and src: contiguous, same dtype and sizes, on different devices.
+void move_bytes(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const Device device = dst.is_cpu() ? src.device() : dst.device();
+  const DeviceHooks& hooks = require_device_hooks(device.type(), "copy_");
+  const size_t nbytes = static_cast<size_t>(dst.nbytes());
+  if (nbytes == 0) return;
+  hooks.copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(), nbytes, nullptr, non_blocking);
+}
+
+void copy_device_to_cpu(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const Tensor dense_src = src.is_contiguous() ? src : contiguous(src);
+  if (is_dense_like(dst, dense_src)) return move_bytes(dst, dense_src, non_blocking);
+  const Tensor host = make_empty(dense_src.sizes(), dense_src.dtype(), Device(kCPU));
+  move_bytes(host, dense_src, /*non_blocking=*/false);
+  copy_kernel(dst, host);
+}
+
+void copy_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  Tensor source = src;
+  if (!is_dense_like(src, dst)) {
+    source = make_empty(dst.sizes(), dst.dtype(), src.device());
+    if (src.is_cpu()) copy_kernel(source, src);
+    else copy_(source, src);
+    if (src.is_cpu()) non_blocking = false;
+  }
+  if (dst.is_contiguous()) return move_bytes(dst, source, non_blocking);
+  const Tensor staged = make_empty(dst.sizes(), dst.dtype(), dst.device());
+  move_bytes(staged, source, non_blocking);
+  copy_(dst, staged);
+}
+}  // namespace
+
+void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  STRATA_CHECK(!dst.is_meta() && !src.is_meta(), "[copy_] cannot copy from ", src.device(), " to ", dst.device(),
+               ": meta tensors have no data");
+  STRATA_INTERNAL_ASSERT(dst.device() != src.device(), "copy_across_devices called for one device, ", dst.device());
+  STRATA_CHECK(dst.is_cpu() || src.is_cpu() || dst.device().type() == src.device().type(),
+               "[copy_] cannot copy from ", src.device(), " to ", dst.device(), " directly; copy through the CPU");
+  if (dst.is_cpu()) copy_device_to_cpu(dst, src, non_blocking);
+  else copy_to_device(dst, src, non_blocking);
+}
+}  // namespace detail
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
@@ -424,6 +511,7 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
   m.impl("squeeze.dim", &squeeze_dim_kernel);
   m.impl("unsqueeze", &unsqueeze_kernel);
   m.impl("split_with_sizes", &split_with_sizes_kernel);
+  m.impl("_to_copy", &to_copy_composite);
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {

@@ -1,4 +1,4 @@
-// Device names and parsing; the CUDA queries of a build without CUDA.
+// Device names and parsing.
 #include <strata/tensor/device.h>
 
 #include <charconv>
@@ -6,7 +6,6 @@
 #include <limits>
 
 #include <strata/tensor/errors.h>
-#include <strata/tensor/parallel.h>
 
 namespace strata {
 
@@ -19,8 +18,7 @@ std::string_view device_type_name(DeviceType type) {
   return "unknown";
 }
 
-namespace {
-
+namespace detail {
 void check_device_index(DeviceType type, int index) {
   STRATA_CHECK_VALUE(index >= 0 && index <= std::numeric_limits<int16_t>::max(),
                      "[Device] device index must be between 0 and ", std::numeric_limits<int16_t>::max(),
@@ -28,6 +26,9 @@ void check_device_index(DeviceType type, int index) {
   STRATA_CHECK_VALUE(type == kCUDA || index == 0, "[Device] a ", device_type_name(type),
                      " device has only index 0, got ", index);
 }
+}  // namespace detail
+
+namespace {
 
 DeviceType parse_device_type(std::string_view name, std::string_view text) {
   for (DeviceType type : {kCPU, kCUDA, kMeta})
@@ -49,15 +50,11 @@ int parse_device_index(std::string_view digits, std::string_view text) {
 
 }  // namespace
 
-Device::Device(DeviceType type, int index) : type_(type), index_(static_cast<int16_t>(index)) {
-  check_device_index(type, index);
-}
-
 Device::Device(std::string_view text) : type_(kCPU), index_(0) {
   size_t colon = text.find(':');
   type_ = parse_device_type(text.substr(0, colon), text);
   int index = colon == std::string_view::npos ? 0 : parse_device_index(text.substr(colon + 1), text);
-  check_device_index(type_, index);
+  detail::check_device_index(type_, index);
   index_ = static_cast<int16_t>(index);
 }
 
@@ -69,14 +66,5 @@ std::string Device::str() const {
 
 std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }
 std::ostream& operator<<(std::ostream& out, DeviceType type) { return out << device_type_name(type); }
-
-// Note [CUDA queries without CUDA]
-// These answer for a build without CUDA (the only build so far). When cuda/ is built in, it
-// defines them instead and this file stops doing so.
-namespace cuda {
-bool is_available() { return false; }
-int device_count() { return 0; }
-void synchronize() {}
-}  // namespace cuda
 
 }  // namespace strata

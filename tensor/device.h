@@ -10,12 +10,23 @@ enum class DeviceType : int8_t { CPU, CUDA, Meta };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
 inline constexpr DeviceType kMeta = DeviceType::Meta;
+inline constexpr int kNumDeviceTypes = 3;
+
+namespace detail {
+// Throws ValueError unless `index` is a valid index for a device of `type`.
+void check_device_index(DeviceType type, int index);
+}
 
 std::string_view device_type_name(DeviceType type);  // "cpu", "cuda", "meta"
 
 class Device {
  public:
-  Device(DeviceType type, int index = 0);  // NOLINT: implicit like torch::Device
+  // Index 0 is valid for every type, so the common Device(kCPU) checks nothing out of line
+  // (the CPU allocator builds one per block).
+  Device(DeviceType type, int index = 0)  // NOLINT: implicit like torch::Device
+      : type_(type), index_(static_cast<int16_t>(index)) {
+    if (index != 0) [[unlikely]] detail::check_device_index(type, index);
+  }
   // "cpu", "cuda", "cuda:1", "meta"; throws ValueError otherwise.
   explicit Device(std::string_view text);
 

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <functional>
 
+#include <strata/tensor/cuda.h>  // cuda::is_available() and friends were declared here first
+
 namespace strata {
 
 inline constexpr int64_t kDefaultGrainSize = 32768;
@@ -16,11 +18,5 @@ void set_num_threads(int count);
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 // True inside a parallel_for chunk running on a worker (nested calls then run inline).
 bool in_parallel_region();
-
-namespace cuda {
-bool is_available();   // false when strata was built without CUDA or no device is present
-int device_count();    // 0 then
-void synchronize();    // no-op then
-}  // namespace cuda
 
 }  // namespace strata

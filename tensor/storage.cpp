@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 
+#include <strata/tensor/device_hooks.h>
 #include <strata/tensor/errors.h>
 
 namespace strata {
@@ -125,11 +126,9 @@ class CpuAllocator final : public Allocator {
     }
     if (!block) block = system_allocate(rounded);
     live_bytes.fetch_add(static_cast<int64_t>(rounded), std::memory_order_relaxed);
-    return DataPtr{block, &cpu_free, reinterpret_cast<void*>(rounded)};
+    return DataPtr{block, &cpu_free, reinterpret_cast<void*>(rounded), Device(kCPU)};
   }
 };
-
-std::array<std::atomic<Allocator*>, 3> device_allocators{};
 
 }  // namespace
 
@@ -150,7 +149,7 @@ std::atomic<detail::StorageReleaseHook> storage_release_hook{nullptr};
 }  // namespace
 
 StorageImpl::StorageImpl(void* external, size_t nbytes, Device device, std::function<void(void*)> on_release)
-    : data_(DataPtr{external, nullptr, nullptr}), nbytes_(nbytes), device_(device), on_release_(std::move(on_release)) {
+    : data_(DataPtr{external, nullptr, nullptr, device}), nbytes_(nbytes), on_release_(std::move(on_release)) {
   if (!on_release_) return;
   if (auto hook = storage_release_hook.load(std::memory_order_acquire)) hook(on_release_);
 }
@@ -162,35 +161,50 @@ StorageImpl::~StorageImpl() {
 
 namespace detail {
 void set_storage_release_hook(StorageReleaseHook hook) { storage_release_hook.store(hook, std::memory_order_release); }
-
-void set_device_allocator(DeviceType type, Allocator* allocator) {
-  STRATA_CHECK_VALUE(type == kCUDA, "[set_device_allocator] only a CUDA allocator can be registered, got ", type);
-  device_allocators[static_cast<size_t>(type)].store(allocator, std::memory_order_release);
-}
 }  // namespace detail
 
 namespace {
 // Frees `data` if the StorageImpl itself cannot be allocated.
-intrusive_ptr<StorageImpl> adopt_data(DataPtr data, size_t nbytes, Device device) {
+intrusive_ptr<StorageImpl> adopt_data(DataPtr data, size_t nbytes) {
   try {
-    return make_intrusive<StorageImpl>(data, nbytes, device);
+    return make_intrusive<StorageImpl>(data, nbytes);
   } catch (...) {
     if (data.deleter) data.deleter(data.data, data.context, nbytes);
     throw;
   }
 }
+
+Allocator* backend_allocator(Device device, const char* op) {
+  const DeviceHooks& hooks = detail::require_device_hooks(device.type(), op);
+  detail::check_device_in_range(hooks, device, op);
+  Allocator* allocator = hooks.allocator(device.index());
+  STRATA_INTERNAL_ASSERT(allocator != nullptr, "the ", device.type(), " backend gave no allocator for ", device);
+  return allocator;
+}
 }  // namespace
 
-intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device) {
+Allocator* get_allocator(Device device) {
   switch (device.type()) {
-    case kCPU: return adopt_data(cpu_allocator()->allocate(nbytes), nbytes, device);
-    case kMeta: return make_intrusive<StorageImpl>(DataPtr{}, nbytes, device);
+    case kCPU: return cpu_allocator();
+    case kMeta: detail::throw_error<ValueError>("[get_allocator] meta tensors have no memory, hence no allocator");
     case kCUDA: break;
   }
-  Allocator* allocator = device_allocators[static_cast<size_t>(device.type())].load(std::memory_order_acquire);
-  STRATA_CHECK_NOT_IMPLEMENTED(allocator != nullptr, "[empty] strata was built without CUDA support; cannot allocate ",
-                               nbytes, " bytes on ", device);
-  return adopt_data(allocator->allocate(nbytes), nbytes, device);
+  return backend_allocator(device, "get_allocator");
+}
+
+// The CPU case stays a direct call: it runs for every op's output. See Note [CPU size-class cache].
+intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device) {
+  switch (device.type()) {
+    case kCPU: return adopt_data(cpu_allocator()->allocate(nbytes), nbytes);
+    case kMeta: return make_intrusive<StorageImpl>(DataPtr{nullptr, nullptr, nullptr, device}, nbytes);
+    case kCUDA: break;
+  }
+  DataPtr data = backend_allocator(device, "empty")->allocate(nbytes);
+  if (data.device != device) {
+    if (data.deleter) data.deleter(data.data, data.context, nbytes);
+    STRATA_INTERNAL_ASSERT(false, "the allocator of ", device, " returned memory on ", data.device);
+  }
+  return adopt_data(data, nbytes);
 }
 
 }  // namespace strata

@@ -11,18 +11,25 @@
 
 namespace strata {
 
-// Allocation results carry their own way back.
+// Allocation results carry their own way back, and the device their memory lives on.
 struct DataPtr {
   void* data = nullptr;
   void (*deleter)(void* data, void* context, size_t nbytes) = nullptr;
   void* context = nullptr;
+  Device device{kCPU};
 };
 
+// One allocator serves one device (type and index); the result's DataPtr names that device.
 class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual DataPtr allocate(size_t nbytes) = 0;
 };
+
+// The allocator of `device`: the CPU allocator, or the one the device's backend registered
+// (see DeviceHooks). Throws Error when no backend is loaded for the device or the index is
+// out of range; Meta has none (ValueError).
+Allocator* get_allocator(Device device);
 
 // The CPU allocator: 64-byte aligned blocks, recycled by size class.
 Allocator* cpu_allocator();
@@ -33,15 +40,15 @@ void cpu_allocator_empty_cache();
 
 class StorageImpl : public RefCounted {
  public:
-  StorageImpl(DataPtr data, size_t nbytes, Device device)
-      : data_(data), nbytes_(nbytes), device_(device) {}
+  // The storage lives on data.device.
+  StorageImpl(DataPtr data, size_t nbytes) : data_(data), nbytes_(nbytes) {}
   // Wraps memory the caller owns; `on_release` (may be empty) runs when the storage dies.
   StorageImpl(void* external, size_t nbytes, Device device, std::function<void(void*)> on_release);
   ~StorageImpl() override;
 
   void* data() const { return data_.data; }
   size_t nbytes() const { return nbytes_; }
-  Device device() const { return device_; }
+  Device device() const { return data_.device; }
 
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
@@ -49,17 +56,14 @@ class StorageImpl : public RefCounted {
  private:
   DataPtr data_;
   size_t nbytes_;
-  Device device_;
   std::atomic<uint32_t> version_{0};
   std::function<void(void*)> on_release_;
 };
 
-// A storage of nbytes on `device`; Meta storages allocate nothing.
+// A storage of nbytes from the allocator of `device`; Meta storages allocate nothing.
 intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device);
 
 namespace detail {
-// CUDA registers its allocator here when it is built in.
-void set_device_allocator(DeviceType type, Allocator* allocator);
 // dispatch/ sets this: it wraps a storage's on_release so that the library whose code it runs
 // stays loaded while the storage lives (see Note [Code of unloaded libraries] in
 // dispatch/load_library.cpp). tensor/ does not depend on dispatch/, hence the pointer.

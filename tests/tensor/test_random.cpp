@@ -1,6 +1,7 @@
 // Tests for tensor/random.cpp: manual_seed makes the default generator reproducible.
 #include <doctest/doctest.h>
 
+#include <strata/tensor/errors.h>
 #include <strata/tensor/random.h>
 
 #include <cstdint>
@@ -34,4 +35,26 @@ TEST_CASE("random: the seed fully determines the engine state") {
   std::vector<uint64_t> expected;
   for (int i = 0; i < 3; ++i) expected.push_back(reference());
   CHECK(draw(3) == expected);
+}
+
+TEST_CASE("random: the CPU generator's state round-trips, seed included") {
+  auto& generator = detail::default_cpu_generator();
+  generator.set_seed(77);
+  draw(4);
+  const std::vector<uint8_t> saved = generator.state();
+  const std::vector<uint64_t> next = draw(3);
+  generator.set_seed(1);
+  CHECK(generator.seed() == 1);
+  generator.set_state(saved);
+  CHECK(generator.seed() == 77);
+  CHECK(draw(3) == next);
+  CHECK_THROWS_AS(generator.set_state({'x', 'y'}), ValueError);
+  CHECK(draw(0).empty());
+}
+
+TEST_CASE("random: set_seed is manual_seed for the CPU") {
+  detail::default_cpu_generator().set_seed(5);
+  const std::vector<uint64_t> first = draw(2);
+  manual_seed(5);
+  CHECK(draw(2) == first);
 }

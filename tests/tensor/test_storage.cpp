@@ -12,24 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "fake_cuda.h"
+
 using namespace strata;
 
 namespace {
 
 bool is_aligned(const void* data, uintptr_t alignment) { return reinterpret_cast<uintptr_t>(data) % alignment == 0; }
-
-// A fake device allocator that counts its calls (registered for CUDA in one test).
-struct CountingAllocator : Allocator {
-  static inline std::atomic<int> live{0};
-  static void release(void* data, void*, size_t) {
-    ::operator delete(data);
-    --live;
-  }
-  DataPtr allocate(size_t nbytes) override {
-    ++live;
-    return DataPtr{::operator new(nbytes == 0 ? 1 : nbytes), &release, nullptr};
-  }
-};
 
 }  // namespace
 
@@ -151,25 +140,40 @@ TEST_CASE("storage: Meta storages record their size and allocate nothing") {
   CHECK(cpu_live_bytes() == before);
 }
 
-TEST_CASE("storage: CUDA without a registered allocator throws NotImplementedError") {
-  CHECK_THROWS_WITH_AS(make_storage(16, Device(kCUDA)),
-                       "[empty] strata was built without CUDA support; cannot allocate 16 bytes on cuda:0",
-                       NotImplementedError);
+TEST_CASE("storage: CUDA without a backend throws Error naming it") {
+  CHECK_THROWS_WITH_AS(make_storage(16, Device(kCUDA)), "[cuda] no CUDA backend is loaded (empty needs one)", Error);
+  CHECK_THROWS_AS(get_allocator(Device(kCUDA, 1)), Error);
 }
 
-TEST_CASE("storage: a registered device allocator serves CUDA storages") {
-  CountingAllocator allocator;
-  detail::set_device_allocator(kCUDA, &allocator);
+TEST_CASE("storage: each device index has its own allocator, and DataPtrs name their device") {
+  strata::testing::FakeCudaBackend backend;
+  Allocator* first = get_allocator(Device(kCUDA, 0));
+  Allocator* second = get_allocator(Device(kCUDA, 1));
+  CHECK(first != second);
+  CHECK(first == backend.hooks.allocator(0));
   {
     auto storage = make_storage(32, Device(kCUDA, 1));
-    CHECK(CountingAllocator::live == 1);
     CHECK(storage->device() == Device(kCUDA, 1));
     CHECK(storage->nbytes() == 32);
+    CHECK(backend.hooks.memory.mallocs == 1);
+    CHECK(backend.hooks.memory_stats(1).allocated_bytes == 32);
+    CHECK(backend.hooks.memory_stats(0).allocated_bytes == 0);
+    DataPtr block = first->allocate(8);
+    CHECK(block.device == Device(kCUDA, 0));
+    block.deleter(block.data, block.context, 8);
   }
-  CHECK(CountingAllocator::live == 0);
-  detail::set_device_allocator(kCUDA, nullptr);
-  CHECK_THROWS_AS(make_storage(16, Device(kCUDA)), NotImplementedError);
-  CHECK_THROWS_AS(detail::set_device_allocator(kCPU, &allocator), ValueError);
+  CHECK(backend.hooks.memory_stats(1).allocated_bytes == 0);
+  CHECK_THROWS_AS(make_storage(16, Device(kCUDA, 2)), IndexError);
+}
+
+TEST_CASE("storage: CPU and Meta allocators and DataPtrs") {
+  CHECK(get_allocator(Device(kCPU)) == cpu_allocator());
+  CHECK_THROWS_AS(get_allocator(Device(kMeta)), ValueError);
+  DataPtr block = cpu_allocator()->allocate(8);
+  CHECK(block.device == Device(kCPU));
+  block.deleter(block.data, block.context, 8);
+  CHECK(make_storage(4, Device(kMeta))->device() == Device(kMeta));
+  CHECK(make_intrusive<StorageImpl>(nullptr, 0, Device(kCUDA, 1), nullptr)->device() == Device(kCUDA, 1));
 }
 
 TEST_CASE("storage: external memory runs on_release once, and not at all without one") {
