@@ -317,7 +317,8 @@ void max_pool2d_out_cpu(const Tensor& out, const Tensor& indices, const Tensor& 
   write_back(indices, result_indices);
 }
 
-// Each output gradient adds into the input position its window's max came from.
+// Each output gradient adds into the input position its window's max came from. The indices
+// are values, so their range is checked here (a backend's compute checks its own).
 void max_pool2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, const Tensor& self,
                                  IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                                  IntArrayRef dilation, bool ceil_mode, const Tensor& indices) {
@@ -336,7 +337,9 @@ void max_pool2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, c
         for (int64_t p = begin; p < end; ++p)
           for (int64_t k = 0; k < out_plane; ++k) {
             const int64_t target = index_data[p * out_plane + k];
-            if (target < 0) continue;
+            if (target < 0) continue;  // a window with no input element
+            STRATA_CHECK_INDEX(target < in_plane, "[max_pool2d_with_indices_backward] index ", target,
+                               " is out of range for an input plane of ", s.height, "x", s.width, " elements");
             T& slot = result_data[p * in_plane + target];
             slot = static_cast<T>(static_cast<C>(slot) + static_cast<C>(grad_data[p * out_plane + k]));
           }

@@ -217,3 +217,18 @@ TEST_CASE("conv2d and max_pool2d: float16 outputs come back through the float co
   CHECK(equal(indices, expected_indices));
   CHECK(equal(values, expected_values.to(kFloat16)));
 }
+
+TEST_CASE("max_pool2d_with_indices_backward: the CPU compute checks the index values") {
+  static const auto op = find_op("strata::max_pool2d_with_indices_backward")
+                             .typed<Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
+                                           IntArrayRef, bool, const Tensor&)>();
+  const Tensor self = zeros({1, 4, 4}), grad = ones({1, 2, 2});
+  const Tensor indices = tensor(std::vector<int64_t>{0, 2, 8, 16}, {1, 2, 2});  // 16 is past the 4x4 plane
+  expect_error<IndexError>([&] { (void)op.call(grad, self, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, indices); },
+                           "[max_pool2d_with_indices_backward] index 16 is out of range for an input plane of 4x4");
+  const Tensor meta = op.call(grad.to(kMeta), self.to(kMeta), {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, indices.to(kMeta));
+  check_meta_matches(meta, self);
+  const Tensor fine = tensor(std::vector<int64_t>{0, 2, 8, 15}, {1, 2, 2});
+  check_values(op.call(grad, self, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, fine), {1, 4, 4}, kFloat32,
+               {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+}
