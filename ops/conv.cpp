@@ -13,6 +13,8 @@
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 #include <strata/ops/op_helpers.h>
+#include <strata/ops/shapes/conv.h>
+#include <strata/ops/structured.h>
 
 #include <cstring>
 #include <limits>
@@ -21,118 +23,43 @@
 namespace strata {
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// conv2d: shapes.
+using ConvShape = shapes::ConvGeometry;  // See Note [conv2d geometry] in shapes/conv.h
+using PoolShape = shapes::PoolGeometry;
 
-// Note [conv2d geometry]
-// input [N, C, H, W] (or unbatched [C, H, W]), weight [O, C / groups, kH, kW], bias [O];
-// out = (in + 2 * padding - dilation * (k - 1) - 1) / stride + 1 per spatial dim. Each group
-// g convolves input channels [g * C/groups, (g + 1) * C/groups) into output channels
-// [g * O/groups, (g + 1) * O/groups).
-struct ConvShape {
-  int64_t batch, channels, height, width;          // input
-  int64_t out_channels, kernel_h, kernel_w;        // weight
-  int64_t out_h, out_w, groups;
-  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  bool unbatched;
-  int64_t group_in() const { return channels / groups; }
-  int64_t group_out() const { return out_channels / groups; }
-  int64_t patch() const { return group_in() * kernel_h * kernel_w; }  // rows of one group's columns
-  int64_t out_plane() const { return out_h * out_w; }
-  DimVector out_sizes() const {
-    return unbatched ? DimVector{out_channels, out_h, out_w} : DimVector{batch, out_channels, out_h, out_w};
+// Note [Optional outputs]
+// _conv2d_backward computes only the gradients asked for and returns the others undefined,
+// which std::array<TensorMeta, N> cannot say: its shape function returns
+// std::array<std::optional<TensorMeta>, N> (nullopt: undefined). This adapter does what
+// detail::structured does for it: runs the shape function, allocates the outputs it describes,
+// and hands the compute every output (undefined ones included); with no compute it is the Meta
+// kernel, derived and recorded like def_structured's. (Small enough to move into
+// ops/structured.h when a second op needs it.)
+template <auto Shape, auto Compute, class Sig = decltype(Shape)>
+struct OptionalOutputs;
+
+template <auto Shape, auto Compute, size_t N, class... Args>
+struct OptionalOutputs<Shape, Compute, std::array<std::optional<TensorMeta>, N> (*)(Args...)> {
+  static auto kernel(Args... args) {
+    const std::array<std::optional<TensorMeta>, N> metas = Shape(args...);
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      std::tuple<decltype(I, Tensor())...> outs{(metas[I] ? detail::empty_from_meta(*metas[I]) : Tensor())...};
+      if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(std::get<I>(outs)..., args...);
+      return outs;
+    }(std::make_index_sequence<N>());
   }
 };
 
-void check_pair(const char* op, const char* name, IntArrayRef values, int64_t minimum) {
-  STRATA_CHECK_VALUE(values.size() == 2, "[", op, "] expected ", name, " to have 2 values, got ", values);
-  STRATA_CHECK_VALUE(values[0] >= minimum && values[1] >= minimum, "[", op, "] ", name, " must be ",
-                     minimum == 0 ? "non-negative" : "positive", ", got ", values);
+template <auto Shape, auto Compute>
+constexpr auto optional_outputs() {
+  return &OptionalOutputs<Shape, Compute>::kernel;
 }
 
-// Note [Window arithmetic overflow]
-// kernel_size, stride, padding and dilation are user input and may be anything up to INT64_MAX,
-// so size + 2 * padding and dilation * (kernel - 1) + 1 are computed with overflow checks (a huge
-// value gets a ValueError, never a wrapped, undefined output size), and pooled_size rounds up
-// without forming span + stride - 1, so a huge stride is simply one window.
-struct Window {
-  int64_t padded;  // size + 2 * padding
-  int64_t extent;  // dilation * (kernel - 1) + 1, the span one window covers
-};
-
-Window checked_window(const char* op, int64_t size, int64_t kernel, int64_t pad, int64_t dilation, IntArrayRef kernels,
-                      IntArrayRef paddings, IntArrayRef dilations) {
-  Window w{};
-  const bool overflow = __builtin_mul_overflow(pad, int64_t{2}, &w.padded) ||
-                        __builtin_add_overflow(w.padded, size, &w.padded) ||
-                        __builtin_mul_overflow(dilation, kernel - 1, &w.extent) ||
-                        __builtin_add_overflow(w.extent, int64_t{1}, &w.extent);
-  STRATA_CHECK_VALUE(!overflow, "[", op, "] the window arithmetic overflows int64 for kernel_size ", kernels,
-                     ", padding ", paddings, " and dilation ", dilations);
-  return w;
-}
-
-void check_conv_tensors(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  detail::check_same_device("conv2d", input, weight);
-  STRATA_CHECK_VALUE(input.dim() == 3 || input.dim() == 4, "[conv2d] expected a 3-d [C, H, W] or 4-d [N, C, H, W] "
-                     "input, got input of shape ", input.sizes());
-  STRATA_CHECK_VALUE(weight.dim() == 4, "[conv2d] expected a 4-d weight [out_channels, in_channels / groups, kH, kW], "
-                     "got weight of shape ", weight.sizes());
-  STRATA_CHECK_TYPE(is_floating_point(input.dtype()) && input.dtype() == weight.dtype(), "[conv2d] expected "
-                    "floating-point input and weight of the same dtype, got ", input.dtype(), " and ", weight.dtype());
-  if (bias && bias->defined()) {
-    detail::check_same_device("conv2d", input, *bias);
-    STRATA_CHECK_VALUE(bias->dim() == 1 && bias->sizes()[0] == weight.sizes()[0], "[conv2d] expected a bias of shape [",
-                       weight.sizes()[0], "] (one per output channel), got bias of shape ", bias->sizes());
-    STRATA_CHECK_TYPE(bias->dtype() == input.dtype(), "[conv2d] expected a bias of dtype ", input.dtype(), ", got ",
-                      bias->dtype());
-  }
-}
-
-ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-                     IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  check_conv_tensors(input, weight, bias);
-  check_pair("conv2d", "stride", stride, 1);
-  check_pair("conv2d", "padding", padding, 0);
-  check_pair("conv2d", "dilation", dilation, 1);
-  STRATA_CHECK_VALUE(groups > 0, "[conv2d] groups must be positive, got ", groups);
-  ConvShape s{};
-  s.unbatched = input.dim() == 3;
-  const int64_t lead = s.unbatched ? 0 : 1;
-  s.batch = s.unbatched ? 1 : input.sizes()[0];
-  s.channels = input.sizes()[lead];
-  s.height = input.sizes()[lead + 1];
-  s.width = input.sizes()[lead + 2];
-  s.out_channels = weight.sizes()[0];
-  s.kernel_h = weight.sizes()[2];
-  s.kernel_w = weight.sizes()[3];
-  s.groups = groups;
-  s.stride_h = stride[0], s.stride_w = stride[1], s.pad_h = padding[0], s.pad_w = padding[1];
-  s.dilation_h = dilation[0], s.dilation_w = dilation[1];
-  STRATA_CHECK_VALUE(s.out_channels % groups == 0, "[conv2d] out_channels (", s.out_channels,
-                     ") must be divisible by groups (", groups, ") for weight of shape ", weight.sizes());
-  STRATA_CHECK_VALUE(weight.sizes()[1] * groups == s.channels, "[conv2d] expected input of shape ", input.sizes(),
-                     " to have ", weight.sizes()[1] * groups, " channels (weight.size(1) * groups for weight of shape ",
-                     weight.sizes(), " and groups=", groups, "), but got ", s.channels, " channels");
-  const IntArrayRef kernel = weight.sizes().slice(2);  // See Note [Window arithmetic overflow]
-  const Window h = checked_window("conv2d", s.height, s.kernel_h, s.pad_h, s.dilation_h, kernel, padding, dilation);
-  const Window w = checked_window("conv2d", s.width, s.kernel_w, s.pad_w, s.dilation_w, kernel, padding, dilation);
-  const bool fits = h.padded >= h.extent && w.padded >= w.extent;
-  s.out_h = fits ? (h.padded - h.extent) / s.stride_h + 1 : 0;
-  s.out_w = fits ? (w.padded - w.extent) / s.stride_w + 1 : 0;
-  STRATA_CHECK_VALUE(fits && s.out_h > 0 && s.out_w > 0, "[conv2d] the kernel of shape ", weight.sizes(),
-                     " (dilation ", dilation, ") is larger than the padded input of shape ", input.sizes(),
-                     " (padding ", padding, ")");
-  int64_t output_numel = 0, columns_numel = 0;  // the output and one group's im2col buffer
-  const bool too_large = __builtin_mul_overflow(s.batch, s.out_channels, &output_numel) ||
-                         __builtin_mul_overflow(output_numel, s.out_h, &output_numel) ||
-                         __builtin_mul_overflow(output_numel, s.out_w, &output_numel) ||
-                         __builtin_mul_overflow(s.patch(), s.out_h, &columns_numel) ||
-                         __builtin_mul_overflow(columns_numel, s.out_w, &columns_numel);
-  STRATA_CHECK_VALUE(!too_large, "[conv2d] the output of size [", s.batch, ", ", s.out_channels, ", ", s.out_h, ", ",
-                     s.out_w, "] is too large (more elements than int64 can count) for padding ", padding,
-                     " and stride ", stride);
-  return s;
+template <auto Shape>
+void def_optional_outputs(Library& m, std::string_view schema,
+                          std::source_location where = std::source_location::current()) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(detail::schema_name(schema), optional_outputs<Shape, nullptr>(), DispatchKey::Meta, where);
+  detail::record_derived_meta(m.ns() + "::" + std::string(detail::schema_name(schema)));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -291,119 +218,54 @@ Tensor dense(const Tensor& t, ScalarType dtype) {
   return t.dtype() == dtype && t.is_contiguous() ? t : detail::cast_to(t, dtype);
 }
 
-Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-                  IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  const ConvShape s = conv_shape(input, weight, bias, stride, padding, dilation, groups);
+// Where a kernel writing dense `dtype` memory puts the values of `out`: out itself when it is
+// contiguous of that dtype, else a temporary that write_back copies into out.
+Tensor dense_destination(const Tensor& out, ScalarType dtype) {
+  return out.dtype() == dtype && out.is_contiguous() ? out : detail::make_empty(out.sizes(), dtype, out.device());
+}
+void write_back(const Tensor& out, const Tensor& dense) {
+  if (!dense.is_same(out)) detail::copy_kernel(out, dense);
+}
+
+void conv2d_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                    IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  if (out.numel() == 0) return;
+  const ConvShape s = shapes::conv2d_geometry(input, weight, bias, stride, padding, dilation, groups);
   const ScalarType compute = compute_dtype(input.dtype());
-  Tensor out = detail::make_empty(s.out_sizes(), input.dtype(), input.device());
-  if (out.numel() == 0) return out;
-  Tensor result = input.dtype() == compute ? out : detail::make_empty(s.out_sizes(), compute, input.device());
+  const Tensor result = dense_destination(out, compute);
   const Tensor x = dense(input, compute), w = dense(weight, compute);
   const Tensor b = bias && bias->defined() ? dense(*bias, compute) : Tensor();
   visit_float(compute, [&]<class T>() {
     conv_forward<T>(detail::data_of<T>(x), detail::data_of<T>(w), b.defined() ? detail::data_of<T>(b) : nullptr,
                     detail::data_of<T>(result), s);
   });
-  if (!result.is_same(out)) detail::copy_kernel(out, result);
-  return out;
+  write_back(out, result);
 }
 
-Tensor conv2d_meta(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-                   IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  const ConvShape s = conv_shape(input, weight, bias, stride, padding, dilation, groups);
-  return detail::make_empty(s.out_sizes(), input.dtype(), input.device());
-}
-
-void check_conv_grad(const ConvShape& s, const Tensor& grad) {
-  STRATA_CHECK_VALUE(grad.sizes() == s.out_sizes().ref(), "[_conv2d_backward] expected grad_output of shape ",
-                     s.out_sizes().ref(), ", got ", grad.sizes());
-}
-
-// (grad_input, grad_weight); each undefined unless asked for. See Note [conv2d backward].
-std::tuple<Tensor, Tensor> conv2d_backward_cpu(const Tensor& grad, const Tensor& input, const Tensor& weight,
-                                               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                               int64_t groups, bool input_grad, bool weight_grad) {
-  const ConvShape s = conv_shape(input, weight, std::nullopt, stride, padding, dilation, groups);
-  check_conv_grad(s, grad);
-  const ScalarType dtype = input.dtype(), compute = compute_dtype(dtype);
-  Tensor grad_input = input_grad ? detail::make_empty(input.sizes(), compute, input.device()) : Tensor();
-  Tensor grad_weight = weight_grad ? detail::make_empty(weight.sizes(), compute, input.device()) : Tensor();
-  if (grad_input.defined()) detail::fill_kernel(grad_input, 0, "_conv2d_backward");
-  if (grad_weight.defined()) detail::fill_kernel(grad_weight, 0, "_conv2d_backward");
-  if (grad.numel() > 0 && (input_grad || weight_grad)) {
+// Fills grad_input and grad_weight, each undefined unless asked for. See Note [conv2d backward].
+void conv2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad,
+                             const Tensor& input, const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                             IntArrayRef dilation, int64_t groups, bool, bool) {
+  const ConvShape s = shapes::conv2d_geometry(input, weight, std::nullopt, stride, padding, dilation, groups);
+  const ScalarType compute = compute_dtype(input.dtype());
+  const Tensor input_result = grad_input.defined() ? dense_destination(grad_input, compute) : Tensor();
+  const Tensor weight_result = grad_weight.defined() ? dense_destination(grad_weight, compute) : Tensor();
+  if (input_result.defined()) detail::fill_kernel(input_result, 0, "_conv2d_backward");
+  if (weight_result.defined()) detail::fill_kernel(weight_result, 0, "_conv2d_backward");
+  if (grad.numel() > 0 && (input_result.defined() || weight_result.defined())) {
     const Tensor g = dense(grad, compute), x = dense(input, compute), w = dense(weight, compute);
     visit_float(compute, [&]<class T>() {
       conv_backward<T>(detail::data_of<T>(g), detail::data_of<T>(x), detail::data_of<T>(w),
-                       input_grad ? detail::data_of<T>(grad_input) : nullptr,
-                       weight_grad ? detail::data_of<T>(grad_weight) : nullptr, s);
+                       input_result.defined() ? detail::data_of<T>(input_result) : nullptr,
+                       weight_result.defined() ? detail::data_of<T>(weight_result) : nullptr, s);
     });
   }
-  if (grad_input.defined() && compute != dtype) grad_input = detail::cast_to(grad_input, dtype);
-  if (grad_weight.defined() && compute != dtype) grad_weight = detail::cast_to(grad_weight, dtype);
-  return {grad_input, grad_weight};
-}
-
-std::tuple<Tensor, Tensor> conv2d_backward_meta(const Tensor& grad, const Tensor& input, const Tensor& weight,
-                                                IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                                int64_t groups, bool input_grad, bool weight_grad) {
-  const ConvShape s = conv_shape(input, weight, std::nullopt, stride, padding, dilation, groups);
-  check_conv_grad(s, grad);
-  return {input_grad ? detail::make_empty(input.sizes(), input.dtype(), input.device()) : Tensor(),
-          weight_grad ? detail::make_empty(weight.sizes(), weight.dtype(), weight.device()) : Tensor()};
+  if (input_result.defined()) write_back(grad_input, input_result);
+  if (weight_result.defined()) write_back(grad_weight, weight_result);
 }
 
 // ---------------------------------------------------------------------------------------
 // max_pool2d.
-
-struct PoolShape {
-  int64_t planes, height, width, out_h, out_w;
-  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  DimVector out_sizes;
-};
-
-// PyTorch's pooling_output_shape, ceil_mode included: the last window must start inside the input
-// or its left padding. floor or ceil of span / stride without forming span + stride - 1, which
-// overflows for a huge stride (Note [Window arithmetic overflow]).
-int64_t pooled_size(int64_t size, Window window, int64_t pad, int64_t stride, bool ceil_mode) {
-  const int64_t span = window.padded - window.extent;
-  int64_t steps = span / stride;  // rounded toward zero
-  if (span % stride != 0 && span < 0 && !ceil_mode) --steps;
-  if (span % stride != 0 && span > 0 && ceil_mode) ++steps;
-  int64_t out = steps + 1, last_start = 0;
-  if (ceil_mode && (__builtin_mul_overflow(steps, stride, &last_start) || last_start >= size + pad)) --out;
-  return out;
-}
-
-PoolShape pool_shape(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                     IntArrayRef dilation, bool ceil_mode) {
-  constexpr const char* op = "max_pool2d";
-  STRATA_CHECK_VALUE(self.dim() == 3 || self.dim() == 4, "[max_pool2d] expected a 3-d [C, H, W] or 4-d [N, C, H, W] "
-                     "input, got input of shape ", self.sizes());
-  STRATA_CHECK_TYPE(self.dtype() != kBool, "[max_pool2d] bool inputs are not supported");
-  check_pair(op, "kernel_size", kernel_size, 1);
-  const IntArrayRef steps = stride.empty() ? kernel_size : stride;  // stride defaults to the kernel
-  check_pair(op, "stride", steps, 1);
-  check_pair(op, "padding", padding, 0);
-  check_pair(op, "dilation", dilation, 1);
-  PoolShape s{};
-  s.height = self.size(-2), s.width = self.size(-1);
-  const Window h = checked_window(op, s.height, kernel_size[0], padding[0], dilation[0], kernel_size, padding, dilation);
-  const Window w = checked_window(op, s.width, kernel_size[1], padding[1], dilation[1], kernel_size, padding, dilation);
-  STRATA_CHECK_VALUE(padding[0] <= h.extent / 2 && padding[1] <= w.extent / 2, "[max_pool2d] padding ", padding,
-                     " should be at most half of the effective kernel size for kernel_size ", kernel_size,
-                     " and dilation ", dilation);
-  s.planes = self.size(-3) * (self.dim() == 4 ? self.size(0) : 1);
-  s.kernel_h = kernel_size[0], s.kernel_w = kernel_size[1], s.stride_h = steps[0], s.stride_w = steps[1];
-  s.pad_h = padding[0], s.pad_w = padding[1], s.dilation_h = dilation[0], s.dilation_w = dilation[1];
-  s.out_h = pooled_size(s.height, h, s.pad_h, s.stride_h, ceil_mode);
-  s.out_w = pooled_size(s.width, w, s.pad_w, s.stride_w, ceil_mode);
-  STRATA_CHECK_VALUE(s.out_h > 0 && s.out_w > 0, "[max_pool2d] the output size [", s.out_h, ", ", s.out_w,
-                     "] is too small for input of shape ", self.sizes(), " and kernel_size ", kernel_size);
-  s.out_sizes = DimVector(self.sizes());
-  s.out_sizes[s.out_sizes.size() - 2] = s.out_h;
-  s.out_sizes[s.out_sizes.size() - 1] = s.out_w;
-  return s;
-}
 
 // The max of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
 template <class T>
@@ -433,17 +295,16 @@ void max_pool_plane(const T* x, T* y, int64_t* indices, const PoolShape& s) {
   }
 }
 
-std::tuple<Tensor, Tensor> max_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
-                                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  const PoolShape s = pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode);
-  Tensor out = detail::make_empty(s.out_sizes, self.dtype(), self.device());
-  Tensor indices = detail::make_empty(s.out_sizes, kInt64, self.device());
-  if (out.numel() == 0) return {out, indices};
+void max_pool2d_out_cpu(const Tensor& out, const Tensor& indices, const Tensor& self, IntArrayRef kernel_size,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  if (out.numel() == 0) return;
+  const PoolShape s = shapes::max_pool2d_geometry(self, kernel_size, stride, padding, dilation, ceil_mode);
   const Tensor x = detail::as_contiguous(self);
+  const Tensor result = dense_destination(out, self.dtype()), result_indices = dense_destination(indices, kInt64);
   visit_dtype(self.dtype(), [&]<class T>() {
     const T* in = detail::data_of<T>(x);
-    T* y = detail::data_of<T>(out);
-    int64_t* index = detail::data_of<int64_t>(indices);
+    T* y = detail::data_of<T>(result);
+    int64_t* index = detail::data_of<int64_t>(result_indices);
     const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
     auto body = [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) max_pool_plane(in + p * in_plane, y + p * out_plane, index + p * out_plane, s);
@@ -452,58 +313,42 @@ std::tuple<Tensor, Tensor> max_pool2d_cpu(const Tensor& self, IntArrayRef kernel
     if (s.planes * work <= kDefaultGrainSize) body(0, s.planes);
     else parallel_for(0, s.planes, std::max<int64_t>(1, kDefaultGrainSize / work), body);
   });
-  return {out, indices};
+  write_back(out, result);
+  write_back(indices, result_indices);
 }
 
-std::tuple<Tensor, Tensor> max_pool2d_meta(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
-                                           IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  const PoolShape s = pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode);
-  return {detail::make_empty(s.out_sizes, self.dtype(), self.device()),
-          detail::make_empty(s.out_sizes, kInt64, self.device())};
-}
-
-void check_pool_backward(const PoolShape& s, const Tensor& grad, const Tensor& indices) {
-  STRATA_CHECK_VALUE(grad.sizes() == s.out_sizes.ref() && indices.sizes() == s.out_sizes.ref(),
-                     "[max_pool2d_with_indices_backward] expected grad_output and indices of shape ", s.out_sizes.ref(),
-                     ", got ", grad.sizes(), " and ", indices.sizes());
-  STRATA_CHECK_TYPE(indices.dtype() == kInt64, "[max_pool2d_with_indices_backward] expected int64 indices, got ",
-                    indices.dtype());
-}
-
-// Each output gradient adds into the input position its window's max came from.
-Tensor max_pool2d_backward_cpu(const Tensor& grad, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
-                               IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const Tensor& indices) {
-  const PoolShape s = pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode);
-  check_pool_backward(s, grad, indices);
-  Tensor grad_input = detail::make_empty(self.sizes(), grad.dtype(), self.device());
-  detail::fill_kernel(grad_input, 0, "max_pool2d_with_indices_backward");
-  if (grad.numel() == 0) return grad_input;
-  const Tensor g = detail::as_contiguous(grad), index = detail::as_contiguous(indices);
-  visit_dtype(grad.dtype(), [&]<class T>() {
-    using C = compute_type_t<T>;
-    const T* grad_data = detail::data_of<T>(g);
-    const int64_t* index_data = detail::data_of<int64_t>(index);
-    T* result = detail::data_of<T>(grad_input);
-    const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
-    auto body = [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p)
-        for (int64_t k = 0; k < out_plane; ++k) {
-          const int64_t target = index_data[p * out_plane + k];
-          if (target < 0) continue;
-          T& slot = result[p * in_plane + target];
-          slot = static_cast<T>(static_cast<C>(slot) + static_cast<C>(grad_data[p * out_plane + k]));
-        }
-    };
-    if (grad.numel() <= kDefaultGrainSize) body(0, s.planes);
-    else parallel_for(0, s.planes, std::max<int64_t>(1, kDefaultGrainSize / out_plane), body);
-  });
-  return grad_input;
-}
-
-Tensor max_pool2d_backward_meta(const Tensor& grad, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
-                                IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const Tensor& indices) {
-  check_pool_backward(pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode), grad, indices);
-  return detail::make_empty(self.sizes(), grad.dtype(), self.device());
+// Each output gradient adds into the input position its window's max came from. The indices
+// are values, so their range is checked here (a backend's compute checks its own).
+void max_pool2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, const Tensor& self,
+                                 IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                                 IntArrayRef dilation, bool ceil_mode, const Tensor& indices) {
+  const PoolShape s = shapes::max_pool2d_geometry(self, kernel_size, stride, padding, dilation, ceil_mode);
+  const Tensor result = dense_destination(grad_input, grad_input.dtype());
+  detail::fill_kernel(result, 0, "max_pool2d_with_indices_backward");
+  if (grad.numel() > 0) {
+    const Tensor g = detail::as_contiguous(grad), index = detail::as_contiguous(indices);
+    visit_dtype(grad.dtype(), [&]<class T>() {
+      using C = compute_type_t<T>;
+      const T* grad_data = detail::data_of<T>(g);
+      const int64_t* index_data = detail::data_of<int64_t>(index);
+      T* result_data = detail::data_of<T>(result);
+      const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
+      auto body = [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p)
+          for (int64_t k = 0; k < out_plane; ++k) {
+            const int64_t target = index_data[p * out_plane + k];
+            if (target < 0) continue;  // a window with no input element
+            STRATA_CHECK_INDEX(target < in_plane, "[max_pool2d_with_indices_backward] index ", target,
+                               " is out of range for an input plane of ", s.height, "x", s.width, " elements");
+            T& slot = result_data[p * in_plane + target];
+            slot = static_cast<T>(static_cast<C>(slot) + static_cast<C>(grad_data[p * out_plane + k]));
+          }
+      };
+      if (grad.numel() <= kDefaultGrainSize) body(0, s.planes);
+      else parallel_for(0, s.planes, std::max<int64_t>(1, kDefaultGrainSize / out_plane), body);
+    });
+  }
+  write_back(grad_input, result);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -550,31 +395,30 @@ Tensor max_pool2d_composite(const Tensor& self, IntArrayRef kernel_size, IntArra
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, "
-        "SymInt[2] dilation=1, SymInt groups=1) -> Tensor");
-  m.def("_conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, "
-        "SymInt[2] dilation, SymInt groups, bool input_grad, bool weight_grad) -> (Tensor, Tensor)");
-  m.def("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-        "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)");
-  m.def("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
-        "int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::conv2d>(m, "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, "
+                                     "SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor");
+  def_optional_outputs<&shapes::_conv2d_backward>(
+      m, "_conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, "
+         "SymInt[2] dilation, SymInt groups, bool input_grad, bool weight_grad) -> (Tensor, Tensor)");
+  def_structured<&shapes::max_pool2d_with_indices>(
+      m, "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+         "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)");
+  def_structured<&shapes::max_pool2d_with_indices_backward>(
+      m, "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
+         "int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor");
   m.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
         "bool ceil_mode=False) -> Tensor",
         &max_pool2d_composite);
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("conv2d", &conv2d_cpu);
-  m.impl("_conv2d_backward", &conv2d_backward_cpu);
-  m.impl("max_pool2d_with_indices", &max_pool2d_cpu);
-  m.impl("max_pool2d_with_indices_backward", &max_pool2d_backward_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("conv2d", &conv2d_meta);
-  m.impl("_conv2d_backward", &conv2d_backward_meta);
-  m.impl("max_pool2d_with_indices", &max_pool2d_meta);
-  m.impl("max_pool2d_with_indices_backward", &max_pool2d_backward_meta);
+  using detail::structured;
+  m.impl("conv2d", structured<&shapes::conv2d, &conv2d_out_cpu>());
+  m.impl("_conv2d_backward", optional_outputs<&shapes::_conv2d_backward, &conv2d_backward_out_cpu>());
+  m.impl("max_pool2d_with_indices", structured<&shapes::max_pool2d_with_indices, &max_pool2d_out_cpu>());
+  m.impl("max_pool2d_with_indices_backward",
+         structured<&shapes::max_pool2d_with_indices_backward, &max_pool2d_backward_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------

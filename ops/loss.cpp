@@ -1,68 +1,20 @@
 // Losses: nll_loss (nll_loss_forward / nll_loss_backward), cross_entropy (cross_entropy_loss,
 // class-index and class-probability targets, label smoothing), mse_loss, and
-// binary_cross_entropy_with_logits.
+// binary_cross_entropy_with_logits. The shape functions are in shapes/loss.h and the Meta
+// kernels derive from them (Note [Structured ops]).
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 #include <strata/ops/op_helpers.h>
+#include <strata/ops/shapes/loss.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 
 namespace strata {
 namespace {
 
-const char* reduction_name(int64_t reduction) {
-  return reduction == 0 ? "None" : reduction == 1 ? "Mean" : "Sum";
-}
-
-void check_reduction(const char* op, int64_t reduction) {
-  STRATA_CHECK_VALUE(reduction >= 0 && reduction <= 2, "[", op,
-                     "] reduction must be 0 (None), 1 (Mean) or 2 (Sum), got ", reduction);
-}
-
-// ---------------------------------------------------------------------------------------
-// nll_loss: shapes.
-
-// Note [nll_loss shapes]
-// self is [C] with a 0-d target, [N, C] with target [N], or [N, C, d1, ..., dk] with target
-// [N, d1, ..., dk]; all three are seen as self [N, C, inner] and target [N, inner].
-// reduction None returns the per-element losses in target's shape; Sum adds them; Mean
-// divides the sum by the total weight of the targets that are not ignore_index (so a batch
-// whose targets are all ignored gives 0 / 0 = nan, as in PyTorch).
-struct NllShape {
-  int64_t batch = 1, classes = 1, inner = 1;
-};
-
-NllShape nll_shape(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction) {
-  check_reduction("nll_loss", reduction);
-  detail::check_same_device("nll_loss", self, target);
-  STRATA_CHECK_TYPE(is_floating_point(self.dtype()), "[nll_loss] expected a floating-point input, got ", self.dtype());
-  STRATA_CHECK_TYPE(target.dtype() == kInt64, "[nll_loss] expected an int64 target of class indices, got ",
-                    target.dtype());
-  STRATA_CHECK_VALUE(self.dim() >= 1, "[nll_loss] expected an input with at least 1 dimension, got a 0-d tensor");
-  NllShape shape;
-  const int64_t class_dim = self.dim() == 1 ? 0 : 1;
-  shape.classes = self.sizes()[class_dim];
-  DimVector expected;
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (d != class_dim) expected.push_back(self.sizes()[d]);
-  STRATA_CHECK_VALUE(target.sizes() == expected.ref(), "[nll_loss] expected target of shape ", expected.ref(),
-                     " for input of shape ", self.sizes(), ", got target of shape ", target.sizes());
-  if (self.dim() >= 2) shape.batch = self.sizes()[0];
-  shape.inner = self.dim() >= 2 ? self.numel() / std::max<int64_t>(shape.batch * shape.classes, 1) : 1;
-  if (weight && weight->defined()) {
-    detail::check_same_device("nll_loss", self, *weight);
-    STRATA_CHECK_VALUE(weight->dim() == 1 && weight->numel() == shape.classes, "[nll_loss] expected a weight of shape [",
-                       shape.classes, "] (one per class), got weight of shape ", weight->sizes());
-    STRATA_CHECK_TYPE(weight->dtype() == self.dtype(), "[nll_loss] expected weight of the input's dtype ",
-                      self.dtype(), ", got ", weight->dtype());
-  }
-  return shape;
-}
-
-DimVector nll_output_sizes(const Tensor& target, int64_t reduction) {
-  return reduction == 0 ? DimVector(target.sizes()) : DimVector();
-}
+using shapes::check_reduction;
 
 // ---------------------------------------------------------------------------------------
 // nll_loss: CPU kernels. See Note [nll_loss shapes].
@@ -80,19 +32,18 @@ int64_t checked_class(int64_t t, int64_t classes) {
   return t;
 }
 
-std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor& target,
-                                                const std::optional<Tensor>& weight, int64_t reduction,
-                                                int64_t ignore_index) {
-  const NllShape shape = nll_shape(self, target, weight, reduction);
-  Tensor output = detail::make_empty(nll_output_sizes(target, reduction), self.dtype(), self.device());
-  Tensor total_weight = detail::make_empty({}, self.dtype(), self.device());
+void nll_loss_forward_out_cpu(const Tensor& output, const Tensor& total_weight, const Tensor& self,
+                              const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction,
+                              int64_t ignore_index) {
+  const shapes::NllGeometry shape = shapes::nll_loss_geometry(self, target, weight, reduction);
   const std::vector<double> weights = class_weights(weight, shape.classes);
   const Tensor input = detail::as_contiguous(self), targets = detail::as_contiguous(target);
+  const Tensor losses = reduction == 0 ? detail::as_contiguous(output) : output;  // 0-d: always dense
   const int64_t* t = detail::data_of<int64_t>(targets);
   visit_dtype(self.dtype(), [&]<class T>() {
     if constexpr (std::is_floating_point_v<compute_type_t<T>>) {
       const T* x = detail::data_of<T>(input);
-      T* losses = reduction == 0 ? detail::data_of<T>(output) : nullptr;
+      T* each = reduction == 0 ? detail::data_of<T>(losses) : nullptr;
       double sum = 0, weight_sum = 0;
       for (int64_t n = 0; n < shape.batch; ++n) {
         for (int64_t i = 0; i < shape.inner; ++i) {
@@ -104,7 +55,7 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor
             loss = -w * static_cast<double>(x[(n * shape.classes + c) * shape.inner + i]);
             weight_sum += w;
           }
-          if (losses) losses[position] = static_cast<T>(loss);
+          if (each) each[position] = static_cast<T>(loss);
           sum += loss;
         }
       }
@@ -112,31 +63,18 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor
       if (reduction != 0) *detail::data_of<T>(output) = static_cast<T>(reduction == 1 ? sum / weight_sum : sum);
     }
   });
-  return {output, total_weight};
-}
-
-std::tuple<Tensor, Tensor> nll_loss_forward_meta(const Tensor& self, const Tensor& target,
-                                                 const std::optional<Tensor>& weight, int64_t reduction, int64_t) {
-  nll_shape(self, target, weight, reduction);
-  return {detail::make_empty(nll_output_sizes(target, reduction), self.dtype(), self.device()),
-          detail::make_empty({}, self.dtype(), self.device())};
-}
-
-void check_nll_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
-  const DimVector expected = nll_output_sizes(target, reduction);
-  STRATA_CHECK_VALUE(grad.sizes() == expected.ref(), "[nll_loss_backward] expected grad_output of shape ",
-                     expected.ref(), " for reduction ", reduction_name(reduction), ", got ", grad.sizes());
-  detail::check_same_device("nll_loss_backward", self, grad);
+  if (!losses.is_same(output)) detail::copy_kernel(output, losses);
 }
 
 // grad_input[n, t, i] = -w[t] * grad (/ total_weight for Mean); zero elsewhere and where ignored.
-Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
-                             const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
-                             const Tensor& total_weight) {
-  const NllShape shape = nll_shape(self, target, weight, reduction);
-  check_nll_backward(grad, self, target, reduction);
-  Tensor grad_input = detail::make_empty(self.sizes(), self.dtype(), self.device());
-  detail::fill_kernel(grad_input, 0, "nll_loss_backward");
+void nll_loss_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, const Tensor& self, const Tensor& target,
+                               const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                               const Tensor& total_weight) {
+  const shapes::NllGeometry shape = shapes::nll_loss_geometry(self, target, weight, reduction);
+  const Tensor result = grad_input.is_contiguous()
+                            ? grad_input
+                            : detail::make_empty(grad_input.sizes(), grad_input.dtype(), grad_input.device());
+  detail::fill_kernel(result, 0, "nll_loss_backward");
   const std::vector<double> weights = class_weights(weight, shape.classes);
   const Tensor grads = detail::cast_to(grad, kFloat64), targets = detail::as_contiguous(target);
   const double* g = detail::data_of<double>(grads);
@@ -144,25 +82,18 @@ Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tenso
   const double scale = reduction == 1 ? 1.0 / detail::read_scalar(total_weight).to_double() : 1.0;
   visit_dtype(self.dtype(), [&]<class T>() {
     if constexpr (std::is_floating_point_v<compute_type_t<T>>) {
-      T* result = detail::data_of<T>(grad_input);
+      T* out = detail::data_of<T>(result);
       for (int64_t position = 0; position < shape.batch * shape.inner; ++position) {
         if (t[position] == ignore_index) continue;
         const int64_t c = checked_class(t[position], shape.classes), n = position / shape.inner,
                       i = position % shape.inner;
         const double upstream = reduction == 0 ? g[position] : g[0];
-        result[(n * shape.classes + c) * shape.inner + i] =
+        out[(n * shape.classes + c) * shape.inner + i] =
             static_cast<T>(-weights[static_cast<size_t>(c)] * upstream * scale);
       }
     }
   });
-  return grad_input;
-}
-
-Tensor nll_loss_backward_meta(const Tensor& grad, const Tensor& self, const Tensor& target,
-                              const std::optional<Tensor>& weight, int64_t reduction, int64_t, const Tensor&) {
-  nll_shape(self, target, weight, reduction);
-  check_nll_backward(grad, self, target, reduction);
-  return detail::make_empty(self.sizes(), self.dtype(), self.device());
+  if (!result.is_same(grad_input)) detail::copy_kernel(grad_input, result);
 }
 
 std::tuple<Tensor, Tensor> call_nll_loss_forward(const Tensor& self, const Tensor& target,
@@ -192,36 +123,6 @@ Tensor call_nll_loss_backward(const Tensor& grad, const Tensor& self, const Tens
 //   w * ((1 - t) * x - l * log_sigmoid(x)),   log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)),
 // which never exponentiates a positive number, so logits of any size are safe. target has
 // the input's shape; weight and pos_weight broadcast to it. The result dtype promotes all.
-bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 0; i < from.size(); ++i) {
-    const int64_t size = from[from.size() - 1 - i];
-    if (size != 1 && size != to[to.size() - 1 - i]) return false;
-  }
-  return true;
-}
-
-ScalarType bce_shape(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                     const std::optional<Tensor>& pos_weight, int64_t reduction) {
-  constexpr const char* op = "binary_cross_entropy_with_logits";
-  check_reduction(op, reduction);
-  detail::check_same_device(op, self, target);
-  STRATA_CHECK_VALUE(target.sizes() == self.sizes(), "[", op, "] target of shape ", target.sizes(),
-                     " must have the input's shape ", self.sizes());
-  ScalarType dtype = promote_types(self.dtype(), target.dtype());
-  for (const std::optional<Tensor>* extra : {&weight, &pos_weight}) {
-    if (!*extra || !(*extra)->defined()) continue;
-    const Tensor& t = **extra;
-    detail::check_same_device(op, self, t);
-    const char* name = extra == &weight ? "weight" : "pos_weight";
-    STRATA_CHECK_VALUE(broadcasts_to(t.sizes(), self.sizes()), "[", op, "] ", name,
-                       " of shape ", t.sizes(), " cannot be broadcast to the input's shape ", self.sizes());
-    dtype = promote_types(dtype, t.dtype());
-  }
-  STRATA_CHECK_TYPE(is_floating_point(dtype), "[", op, "] expected floating-point input and target, got ",
-                    self.dtype(), " and ", target.dtype());
-  return dtype;
-}
 
 // t broadcast to `sizes`, converted to `dtype` and contiguous; undefined stays undefined.
 Tensor dense_as(const std::optional<Tensor>& t, IntArrayRef sizes, ScalarType dtype) {
@@ -235,14 +136,14 @@ C log_sigmoid(C x) {
   return std::min(x, C(0)) - std::log1p(std::exp(-std::abs(x)));
 }
 
-Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-               const std::optional<Tensor>& pos_weight, int64_t reduction) {
-  const ScalarType dtype = bce_shape(self, target, weight, pos_weight, reduction);
-  Tensor output = detail::make_empty(reduction == 0 ? DimVector(self.sizes()) : DimVector(), dtype, self.device());
+void bce_out_cpu(const Tensor& output, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                 const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  const ScalarType dtype = output.dtype();
   const ScalarType compute = dtype == kFloat64 ? kFloat64 : kFloat32;
   const Tensor x = dense_as(self, self.sizes(), compute), t = dense_as(target, self.sizes(), compute);
   const Tensor w = dense_as(weight, self.sizes(), compute), p = dense_as(pos_weight, self.sizes(), compute);
-  Tensor losses = reduction == 0 && dtype == compute ? output : detail::make_empty(self.sizes(), compute, self.device());
+  const bool direct = reduction == 0 && dtype == compute && output.is_contiguous();
+  const Tensor losses = direct ? output : detail::make_empty(self.sizes(), compute, self.device());
   double total = 0;
   visit_dtype(compute, [&]<class C>() {
     if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
@@ -265,13 +166,6 @@ Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Ten
     const double value = reduction == 1 ? total / static_cast<double>(self.numel()) : total;
     detail::fill_kernel(output, value, "binary_cross_entropy_with_logits");
   }
-  return output;
-}
-
-Tensor bce_meta(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                const std::optional<Tensor>& pos_weight, int64_t reduction) {
-  const ScalarType dtype = bce_shape(self, target, weight, pos_weight, reduction);
-  return detail::make_empty(reduction == 0 ? DimVector(self.sizes()) : DimVector(), dtype, self.device());
 }
 
 Tensor call_bce(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
@@ -389,10 +283,13 @@ Tensor mse_loss_composite(const Tensor& self, const Tensor& target, int64_t redu
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) "
-        "-> (Tensor output, Tensor total_weight)");
-  m.def("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, "
-        "SymInt ignore_index, Tensor total_weight) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::nll_loss_forward>(m, "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, "
+                                               "int reduction, SymInt ignore_index) "
+                                               "-> (Tensor output, Tensor total_weight)");
+  def_structured<&shapes::nll_loss_backward>(m, "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, "
+                                                "Tensor? weight, int reduction, SymInt ignore_index, "
+                                                "Tensor total_weight) -> Tensor");
   m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) "
         "-> Tensor",
         &nll_loss_composite);
@@ -400,20 +297,17 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
         "SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         &cross_entropy_composite);
   m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", &mse_loss_composite);
-  m.def("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, "
-        "int reduction=Mean) -> Tensor");
+  def_structured<&shapes::binary_cross_entropy_with_logits>(
+      m, "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, "
+         "int reduction=Mean) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("nll_loss_forward", &nll_loss_forward_cpu);
-  m.impl("nll_loss_backward", &nll_loss_backward_cpu);
-  m.impl("binary_cross_entropy_with_logits", &bce_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("nll_loss_forward", &nll_loss_forward_meta);
-  m.impl("nll_loss_backward", &nll_loss_backward_meta);
-  m.impl("binary_cross_entropy_with_logits", &bce_meta);
+  using detail::structured;
+  m.impl("nll_loss_forward", structured<&shapes::nll_loss_forward, &nll_loss_forward_out_cpu>());
+  m.impl("nll_loss_backward", structured<&shapes::nll_loss_backward, &nll_loss_backward_out_cpu>());
+  m.impl("binary_cross_entropy_with_logits",
+         structured<&shapes::binary_cross_entropy_with_logits, &bce_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------

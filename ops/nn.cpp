@@ -1,7 +1,8 @@
 // Neural-network functions: softmax and log_softmax (with their fused backward kernels
 // _softmax_backward_data and _log_softmax_backward_data), dropout (native_dropout),
 // layer_norm (native_layer_norm) and embedding (embedding_dense_backward).
-// conv2d and max_pool2d live in conv.cpp.
+// conv2d and max_pool2d live in conv.cpp. The shape functions are in shapes/nn.h and the Meta
+// kernels derive from them (Note [Structured ops]).
 // GCC 12 reports false positives inside Eigen's AVX-512 packets (as for linalg.cpp in
 // CMakeLists.txt); the pragma must precede the first include of the intrinsics headers.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
@@ -15,9 +16,12 @@
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 #include <strata/ops/op_helpers.h>
+#include <strata/ops/shapes/nn.h>
+#include <strata/ops/structured.h>
 #include <strata/tensor/random.h>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 
 namespace strata {
@@ -45,8 +49,17 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
   return t.dtype() == dtype && t.is_contiguous() ? t : detail::cast_to(t, dtype);
 }
 
+// Where a kernel writing dense `dtype` memory puts the values of `out`: out itself when it is
+// contiguous of that dtype, else a temporary that write_back copies into out.
+Tensor dense_destination(const Tensor& out, ScalarType dtype) {
+  return out.dtype() == dtype && out.is_contiguous() ? out : detail::make_empty(out.sizes(), dtype, out.device());
+}
+void write_back(const Tensor& out, const Tensor& dense) {
+  if (!dense.is_same(out)) detail::copy_kernel(out, dense);
+}
+
 // ---------------------------------------------------------------------------------------
-// softmax and log_softmax.
+// softmax and log_softmax (CPU compute; shapes in shapes/nn.h).
 
 // Note [Stable softmax]
 // Each slice along dim is shifted by its maximum before exponentiating, so the largest term
@@ -55,18 +68,6 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
 // The slices are contiguous rows when dim is the last dim; otherwise a block [size, inner]
 // is reduced column-wise, so the inner loop still runs over contiguous memory. Eigen's
 // array expressions give vectorised exp and log. float16/bfloat16 compute in float32.
-
-struct SoftmaxShape {
-  ScalarType dtype;
-  int64_t dim;
-};
-
-SoftmaxShape softmax_shape(const char* op, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const ScalarType result = dtype.value_or(self.dtype());
-  STRATA_CHECK_TYPE(is_floating_point(result), "[", op, "] expected a floating-point input or dtype, got ", result,
-                    " for the input of shape ", self.sizes());
-  return {result, wrap_dim(dim, self.dim(), op)};
-}
 
 template <class C>
 using RowMajorArray = Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -125,13 +126,12 @@ void softmax_backward_block(const C* g, const C* y, C* result, int64_t size, int
 }
 
 template <bool Log>
-Tensor softmax_compute(const Tensor& self, const SoftmaxShape& shape) {
-  Tensor out = detail::make_empty(self.sizes(), shape.dtype, self.device());
-  if (out.numel() == 0) return out;
-  const ScalarType compute = float_compute_type(shape.dtype);
+void softmax_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType>) {
+  if (out.numel() == 0) return;
+  const ScalarType compute = float_compute_type(out.dtype());
   const Tensor input = contiguous_as(self, compute);
-  Tensor result = shape.dtype == compute ? out : detail::make_empty(self.sizes(), compute, self.device());
-  const DimLayout layout = layout_around(self.sizes(), shape.dim);
+  const Tensor result = dense_destination(out, compute);
+  const DimLayout layout = layout_around(self.sizes(), wrap_dim(dim, self.dim(), Log ? "log_softmax" : "softmax"));
   visit_dtype(compute, [&]<class T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       const T* x = detail::data_of<T>(input);
@@ -140,38 +140,17 @@ Tensor softmax_compute(const Tensor& self, const SoftmaxShape& shape) {
       for_each_block(layout, [&](int64_t o) { softmax_block<T, Log>(x + o * block, y + o * block, layout.size, layout.inner); });
     }
   });
-  if (!result.is_same(out)) detail::copy_kernel(out, result);
-  return out;
+  write_back(out, result);
 }
 
 template <bool Log>
-Tensor softmax_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  return softmax_compute<Log>(self, softmax_shape(Log ? "log_softmax" : "softmax", self, dim, dtype));
-}
-
-template <bool Log>
-Tensor softmax_meta(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const SoftmaxShape shape = softmax_shape(Log ? "log_softmax" : "softmax", self, dim, dtype);
-  return detail::make_empty(self.sizes(), shape.dtype, self.device());
-}
-
-void check_softmax_backward(const char* op, const Tensor& grad, const Tensor& output, ScalarType input_dtype) {
-  detail::check_same_device(op, grad, output);
-  STRATA_CHECK_VALUE(grad.sizes() == output.sizes(), "[", op, "] grad_output of shape ", grad.sizes(),
-                     " does not match output of shape ", output.sizes());
-  STRATA_CHECK_TYPE(is_floating_point(output.dtype()) && is_floating_point(input_dtype), "[", op,
-                    "] expected floating-point tensors, got ", output.dtype(), " and input_dtype ", input_dtype);
-}
-
-template <bool Log>
-Tensor softmax_backward_cpu(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype) {
+void softmax_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, const Tensor& output, int64_t dim,
+                              ScalarType input_dtype) {
+  if (grad_input.numel() == 0) return;
   const char* op = Log ? "_log_softmax_backward_data" : "_softmax_backward_data";
-  check_softmax_backward(op, grad, output, input_dtype);
-  Tensor grad_input = detail::make_empty(output.sizes(), input_dtype, output.device());
-  if (grad_input.numel() == 0) return grad_input;
   const ScalarType compute = float_compute_type(promote_types(output.dtype(), input_dtype));
   const Tensor g = contiguous_as(grad, compute), y = contiguous_as(output, compute);
-  Tensor result = input_dtype == compute ? grad_input : detail::make_empty(output.sizes(), compute, output.device());
+  const Tensor result = dense_destination(grad_input, compute);
   const DimLayout layout = layout_around(output.sizes(), wrap_dim(dim, output.dim(), op));
   visit_dtype(compute, [&]<class T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -185,64 +164,44 @@ Tensor softmax_backward_cpu(const Tensor& grad, const Tensor& output, int64_t di
       });
     }
   });
-  if (!result.is_same(grad_input)) detail::copy_kernel(grad_input, result);
-  return grad_input;
+  write_back(grad_input, result);
 }
-
-template <bool Log>
-Tensor softmax_backward_meta(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype) {
-  const char* op = Log ? "_log_softmax_backward_data" : "_softmax_backward_data";
-  check_softmax_backward(op, grad, output, input_dtype);
-  (void)wrap_dim(dim, output.dim(), op);
-  return detail::make_empty(output.sizes(), input_dtype, output.device());
-}
-
 
 // ---------------------------------------------------------------------------------------
 // dropout.
-
-void check_dropout_probability(double p) {
-  STRATA_CHECK_VALUE(p >= 0.0 && p <= 1.0, "[dropout] dropout probability has to be between 0 and 1, but got ", p);
-}
 
 // Note [Dropout]
 // In training mode each element is kept with probability 1 - p and scaled by 1 / (1 - p), so
 // the expectation is unchanged; p = 1 drops everything (zeros). The keep mask (kBool) is the
 // second output and the whole gradient: grad * mask / (1 - p). Draws come from the default
 // generator, one per element in order, so manual_seed makes the mask reproducible.
-std::tuple<Tensor, Tensor> native_dropout_cpu(const Tensor& input, double p, std::optional<bool> train) {
-  check_dropout_probability(p);
-  STRATA_CHECK_TYPE(is_floating_point(input.dtype()), "[dropout] expected a floating-point input, got ", input.dtype());
-  Tensor mask = detail::make_empty(input.sizes(), kBool, input.device());
+void native_dropout_out_cpu(const Tensor& output, const Tensor& mask, const Tensor& input, double p,
+                            std::optional<bool> train) {
   if (train.has_value() && !*train) {
     detail::fill_kernel(mask, true, "dropout");
-    return {clone(input), mask};
+    detail::copy_kernel(output, input);
+    return;
   }
-  bool* keep = detail::data_of<bool>(mask);
+  const Tensor keep_mask = dense_destination(mask, kBool);
+  bool* keep = detail::data_of<bool>(keep_mask);
   {
     auto& generator = detail::default_cpu_generator();
     std::lock_guard lock(generator.mutex);
-    for (int64_t i = 0, n = mask.numel(); i < n; ++i)
+    for (int64_t i = 0, n = keep_mask.numel(); i < n; ++i)
       keep[i] = static_cast<double>(generator.engine() >> 11) * 0x1.0p-53 >= p;
   }
-  Tensor output = detail::make_empty(input.sizes(), input.dtype(), input.device());
+  const Tensor result = dense_destination(output, input.dtype());
   const Tensor x = detail::as_contiguous(input);
   const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   visit_dtype(input.dtype(), [&]<class T>() {
     using C = compute_type_t<T>;
     const T* in = detail::data_of<T>(x);
-    T* out = detail::data_of<T>(output);
+    T* out = detail::data_of<T>(result);
     const C factor = static_cast<C>(scale);
-    for (int64_t i = 0, n = output.numel(); i < n; ++i) out[i] = keep[i] ? static_cast<T>(static_cast<C>(in[i]) * factor) : T(0);
+    for (int64_t i = 0, n = result.numel(); i < n; ++i) out[i] = keep[i] ? static_cast<T>(static_cast<C>(in[i]) * factor) : T(0);
   });
-  return {output, mask};
-}
-
-std::tuple<Tensor, Tensor> native_dropout_meta(const Tensor& input, double p, std::optional<bool>) {
-  check_dropout_probability(p);
-  STRATA_CHECK_TYPE(is_floating_point(input.dtype()), "[dropout] expected a floating-point input, got ", input.dtype());
-  return {detail::make_empty(input.sizes(), input.dtype(), input.device()),
-          detail::make_empty(input.sizes(), kBool, input.device())};
+  write_back(mask, keep_mask);
+  write_back(output, result);
 }
 
 std::tuple<Tensor, Tensor> call_native_dropout(const Tensor& input, double p, std::optional<bool> train) {
@@ -253,43 +212,13 @@ std::tuple<Tensor, Tensor> call_native_dropout(const Tensor& input, double p, st
 
 // Not training, p = 0 or no elements: the input itself, as in PyTorch.
 Tensor dropout_composite(const Tensor& input, double p, bool train) {
-  check_dropout_probability(p);
+  shapes::check_dropout_probability(p);
   if (!train || p == 0.0 || input.numel() == 0) return input;
   return std::get<0>(call_native_dropout(input, p, train));
 }
 
 // ---------------------------------------------------------------------------------------
 // layer_norm.
-
-// The input seen as [rows, row_size]: the trailing dims given by normalized_shape are one row.
-struct LayerNormShape {
-  int64_t rows = 1, row_size = 1;
-  DimVector stat_sizes;  // the input's leading dims, then a 1 per normalized dim
-};
-
-LayerNormShape layer_norm_shape(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
-                                const std::optional<Tensor>& bias) {
-  STRATA_CHECK_VALUE(!normalized_shape.empty(), "[layer_norm] normalized_shape must have at least one dimension");
-  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
-  const bool matches = axis >= 0 && input.sizes().slice(static_cast<size_t>(axis)) == normalized_shape;
-  STRATA_CHECK_VALUE(matches, "[layer_norm] input of shape ", input.sizes(), " does not end with normalized_shape ",
-                     normalized_shape);
-  STRATA_CHECK_TYPE(is_floating_point(input.dtype()), "[layer_norm] expected a floating-point input, got ",
-                    input.dtype());
-  for (const std::optional<Tensor>* parameter : {&weight, &bias}) {
-    if (!*parameter || !(*parameter)->defined()) continue;
-    const char* name = parameter == &weight ? "weight" : "bias";
-    detail::check_same_device("layer_norm", input, **parameter);
-    STRATA_CHECK_VALUE((*parameter)->sizes() == normalized_shape, "[layer_norm] expected ", name, " of shape ",
-                       normalized_shape, " (normalized_shape), got ", (*parameter)->sizes());
-  }
-  LayerNormShape shape;
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    (d < axis ? shape.rows : shape.row_size) *= input.sizes()[d];
-    shape.stat_sizes.push_back(d < axis ? input.sizes()[d] : 1);
-  }
-  return shape;
-}
 
 // Note [Layer norm statistics]
 // Each row's mean and variance are computed in two passes (mean first, then the mean of the
@@ -314,20 +243,16 @@ void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, double 
   *rstd_out = rstd_c;
 }
 
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
-                                                         const std::optional<Tensor>& weight,
-                                                         const std::optional<Tensor>& bias, double eps) {
-  const LayerNormShape shape = layer_norm_shape(input, normalized_shape, weight, bias);
-  const ScalarType dtype = input.dtype(), compute = float_compute_type(dtype);
-  Tensor output = detail::make_empty(input.sizes(), dtype, input.device());
-  Tensor mean = detail::make_empty(shape.stat_sizes, dtype, input.device());
-  Tensor rstd = detail::make_empty(shape.stat_sizes, dtype, input.device());
+void native_layer_norm_out_cpu(const Tensor& output, const Tensor& mean, const Tensor& rstd, const Tensor& input,
+                               IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                               const std::optional<Tensor>& bias, double eps) {
+  const shapes::LayerNormGeometry shape = shapes::layer_norm_geometry(input, normalized_shape, weight, bias);
+  const ScalarType compute = float_compute_type(input.dtype());
   const Tensor x = contiguous_as(input, compute);
   const Tensor w = weight && weight->defined() ? contiguous_as(*weight, compute) : Tensor();
   const Tensor b = bias && bias->defined() ? contiguous_as(*bias, compute) : Tensor();
-  Tensor y = dtype == compute ? output : detail::make_empty(input.sizes(), compute, input.device());
-  Tensor means = dtype == compute ? mean : detail::make_empty(shape.stat_sizes, compute, input.device());
-  Tensor rstds = dtype == compute ? rstd : detail::make_empty(shape.stat_sizes, compute, input.device());
+  const Tensor y = dense_destination(output, compute), means = dense_destination(mean, compute),
+               rstds = dense_destination(rstd, compute);
   visit_dtype(compute, [&]<class C>() {
     if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
       const C* w_data = w.defined() ? detail::data_of<C>(w) : nullptr;
@@ -340,21 +265,9 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, In
       });
     }
   });
-  if (!y.is_same(output)) {
-    detail::copy_kernel(output, y);
-    detail::copy_kernel(mean, means);
-    detail::copy_kernel(rstd, rstds);
-  }
-  return {output, mean, rstd};
-}
-
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_meta(const Tensor& input, IntArrayRef normalized_shape,
-                                                          const std::optional<Tensor>& weight,
-                                                          const std::optional<Tensor>& bias, double) {
-  const LayerNormShape shape = layer_norm_shape(input, normalized_shape, weight, bias);
-  return {detail::make_empty(input.sizes(), input.dtype(), input.device()),
-          detail::make_empty(shape.stat_sizes, input.dtype(), input.device()),
-          detail::make_empty(shape.stat_sizes, input.dtype(), input.device())};
+  write_back(output, y);
+  write_back(mean, means);
+  write_back(rstd, rstds);
 }
 
 std::tuple<Tensor, Tensor, Tensor> call_native_layer_norm(const Tensor& input, IntArrayRef normalized_shape,
@@ -374,39 +287,52 @@ Tensor layer_norm_composite(const Tensor& input, IntArrayRef normalized_shape, c
 }
 
 // ---------------------------------------------------------------------------------------
-// embedding: rows of weight picked by indices, built from index_select and index_add.
+// embedding: rows of weight picked by indices.
 
-void check_embedding(const Tensor& weight, const Tensor& indices, bool sparse) {
-  STRATA_CHECK_VALUE(weight.dim() == 2, "[embedding] expected a 2-d weight [num_embeddings, embedding_dim], got "
-                     "weight of shape ", weight.sizes());
-  STRATA_CHECK_TYPE(indices.dtype() == kInt64 || indices.dtype() == kInt32, "[embedding] expected int64 or int32 "
-                    "indices, got ", indices.dtype(), " indices of shape ", indices.sizes());
-  STRATA_CHECK_NOT_IMPLEMENTED(!sparse, "[embedding] sparse gradients are not supported");
-}
-
-// Index values are checked here when they are on the CPU, so the error names embedding.
-void check_embedding_indices(const Tensor& weight, const Tensor& indices) {
-  if (!indices.is_cpu() || indices.numel() == 0) return;
+// The row numbers in `indices` (int32 or int64), checked against the table's size: a value
+// check, so it is the compute's (each backend checks its own indices).
+std::vector<int64_t> embedding_rows(const Tensor& weight, const Tensor& indices) {
+  std::vector<int64_t> rows(static_cast<size_t>(indices.numel()));
   const Tensor values = detail::as_contiguous(indices);
   visit_dtype(values.dtype(), [&]<class I>() {
     if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
       const I* data = detail::data_of<I>(values);
-      for (int64_t i = 0; i < values.numel(); ++i)
-        STRATA_CHECK_INDEX(data[i] >= 0 && data[i] < weight.sizes()[0], "[embedding] index ",
-                           static_cast<int64_t>(data[i]), " is out of range for a weight of shape ", weight.sizes());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        rows[i] = static_cast<int64_t>(data[i]);
+        STRATA_CHECK_INDEX(rows[i] >= 0 && rows[i] < weight.sizes()[0], "[embedding] index ", rows[i],
+                           " is out of range for a weight of shape ", weight.sizes());
+      }
     }
   });
+  return rows;
 }
 
-Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq,
-                        bool sparse) {
-  (void)padding_idx;  // only the gradient skips the padding row
-  (void)scale_grad_by_freq;
-  check_embedding(weight, indices, sparse);
-  check_embedding_indices(weight, indices);
-  DimVector sizes(indices.sizes());
-  sizes.push_back(weight.sizes()[1]);
-  return index_select(weight, 0, indices.reshape({-1})).view(sizes);
+// out[..., :] = weight[index, :]: a memcpy per row when the weight's rows are dense, else an
+// element-by-element strided copy (dtype-blind, by element size).
+void embedding_out_cpu(const Tensor& out, const Tensor& weight, const Tensor& indices, int64_t, bool, bool) {
+  const std::vector<int64_t> rows = embedding_rows(weight, indices);
+  if (out.numel() == 0) return;
+  const Tensor dest = dense_destination(out, out.dtype());
+  const int64_t dim = weight.sizes()[1], size = weight.element_size();
+  const int64_t row_stride = weight.stride(0) * size, column_stride = weight.stride(1) * size;
+  const char* table = static_cast<const char*>(weight.impl()->data());
+  char* result = static_cast<char*>(dest.impl()->data());
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const char* source = table + rows[static_cast<size_t>(i)] * row_stride;
+      char* target = result + i * dim * size;
+      if (column_stride == size) {
+        std::memcpy(target, source, static_cast<size_t>(dim * size));
+        continue;
+      }
+      for (int64_t j = 0; j < dim; ++j)
+        std::memcpy(target + j * size, source + j * column_stride, static_cast<size_t>(size));
+    }
+  };
+  const int64_t count = static_cast<int64_t>(rows.size());
+  if (count * dim <= kDefaultGrainSize) body(0, count);
+  else parallel_for(0, count, std::max<int64_t>(1, kDefaultGrainSize / std::max<int64_t>(dim, 1)), body);
+  write_back(out, dest);
 }
 
 // The weight's gradient: each index's row of grad_output added into its weight row, except
@@ -428,42 +354,38 @@ Tensor embedding_dense_backward_composite(const Tensor& grad_output, const Tenso
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
-  m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
-  m.def("_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor");
-  m.def("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor");
-  m.def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)");
+  using namespace shapes;
+  using detail::def_structured;
+  def_structured<&softmax_int>(m, "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  def_structured<&log_softmax_int>(m, "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  def_structured<&_softmax_backward_data>(
+      m, "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor");
+  def_structured<&_log_softmax_backward_data>(
+      m, "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor");
+  def_structured<&shapes::native_dropout>(m, "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)");
   m.def("dropout(Tensor input, float p, bool train) -> Tensor", &dropout_composite);
-  m.def("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) "
-        "-> (Tensor, Tensor, Tensor)");
+  def_structured<&shapes::native_layer_norm>(m, "native_layer_norm(Tensor input, SymInt[] normalized_shape, "
+                                                "Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
   m.def("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
         "float eps=1e-05, bool cudnn_enable=True) -> Tensor",
         &layer_norm_composite);
-  m.def("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
-        "bool sparse=False) -> Tensor");
+  def_structured<&shapes::embedding>(m, "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, "
+                                "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor");
   m.def("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         &embedding_dense_backward_composite);
 }
 
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) { m.impl("embedding", &embedding_kernel); }
-
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("softmax.int", &softmax_cpu<false>);
-  m.impl("log_softmax.int", &softmax_cpu<true>);
-  m.impl("_softmax_backward_data", &softmax_backward_cpu<false>);
-  m.impl("_log_softmax_backward_data", &softmax_backward_cpu<true>);
-  m.impl("native_dropout", &native_dropout_cpu);
-  m.impl("native_layer_norm", &native_layer_norm_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("softmax.int", &softmax_meta<false>);
-  m.impl("log_softmax.int", &softmax_meta<true>);
-  m.impl("_softmax_backward_data", &softmax_backward_meta<false>);
-  m.impl("_log_softmax_backward_data", &softmax_backward_meta<true>);
-  m.impl("native_dropout", &native_dropout_meta);
-  m.impl("native_layer_norm", &native_layer_norm_meta);
+  using namespace shapes;
+  using detail::structured;
+  m.impl("softmax.int", structured<&softmax_int, &softmax_out_cpu<false>>());
+  m.impl("log_softmax.int", structured<&log_softmax_int, &softmax_out_cpu<true>>());
+  m.impl("_softmax_backward_data", structured<&_softmax_backward_data, &softmax_backward_out_cpu<false>>());
+  m.impl("_log_softmax_backward_data", structured<&_log_softmax_backward_data, &softmax_backward_out_cpu<true>>());
+  m.impl("native_dropout", structured<&shapes::native_dropout, &native_dropout_out_cpu>());
+  m.impl("native_layer_norm", structured<&shapes::native_layer_norm, &native_layer_norm_out_cpu>());
+  m.impl("embedding", structured<&shapes::embedding, &embedding_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 #include <strata/ops/optim.h>
+#include <strata/ops/shapes/optim.h>
+#include <strata/ops/structured.h>
 #include <strata/tensor/parallel.h>
 
 #include <array>
@@ -42,45 +44,35 @@ struct AdamArguments {
   bool amsgrad, maximize, decoupled_weight_decay;
 };
 
-// param is floating; every other tensor matches its shape, dtype and device.
-void check_same_as_param(const char* op, const Tensor& param, const Tensor& other, const char* name) {
-  STRATA_CHECK_VALUE(other.defined(), "[", op, "] ", name, " is undefined");
-  detail::check_no_partial_overlap(op, param, other);
-  detail::check_same_device(op, param, other);
-  STRATA_CHECK_VALUE(other.sizes() == param.sizes(), "[", op, "] ", name, " of shape ", other.sizes(),
-                     " does not match param of shape ", param.sizes());
-  STRATA_CHECK_TYPE(other.dtype() == param.dtype(), "[", op, "] ", name, " has dtype ", other.dtype(),
-                    " but param has dtype ", param.dtype());
-}
+// Note [Checked updates]
+// _fused_sgd_ and _fused_adam_ write param and their state tensors in place and return
+// nothing, so neither detail::structured nor structured_in_place (one written self, returned)
+// fits them. Their shape functions (shapes/optim.h) only check the arguments, and this adapter
+// makes their kernels: check, then compute; with no compute it is the Meta kernel (the checks
+// alone), derived and recorded as def_structured's is. The written tensors' version counters
+// are bumped by the dispatcher, as for any (a!) argument.
+template <auto Check, auto Compute, class Sig = decltype(Check)>
+struct CheckedUpdate;
 
-void check_param(const char* op, const Tensor& param, const Tensor& grad) {
-  STRATA_CHECK_VALUE(param.defined(), "[", op, "] param is undefined");
-  STRATA_CHECK_TYPE(param.is_floating_point(), "[", op, "] expected a floating-point param, got ", param.dtype());
-  check_same_as_param(op, param, grad, "grad");
-}
-
-void check_sgd(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& buffer, const SgdArguments& args) {
-  const char* op = "_fused_sgd_";
-  check_param(op, param, grad);
-  STRATA_CHECK_VALUE(args.lr >= 0, "[", op, "] invalid learning rate ", args.lr, " (must be >= 0)");
-  if (args.momentum != 0) {
-    STRATA_CHECK_VALUE(buffer.has_value(), "[", op, "] momentum ", args.momentum, " needs a momentum_buffer");
-    check_same_as_param(op, param, *buffer, "momentum_buffer");
+template <auto Check, auto Compute, class... Args>
+struct CheckedUpdate<Check, Compute, void (*)(Args...)> {
+  static void kernel(Args... args) {
+    Check(args...);
+    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(args...);
   }
+};
+
+template <auto Check, auto Compute>
+constexpr auto checked_update() {
+  return &CheckedUpdate<Check, Compute>::kernel;
 }
 
-void check_adam(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const std::optional<Tensor>& max_exp_avg_sq, const AdamArguments& args) {
-  const char* op = "_fused_adam_";
-  check_param(op, param, grad);
-  check_same_as_param(op, param, exp_avg, "exp_avg");
-  check_same_as_param(op, param, exp_avg_sq, "exp_avg_sq");
-  if (args.amsgrad) {
-    STRATA_CHECK_VALUE(max_exp_avg_sq.has_value(), "[", op, "] amsgrad needs a max_exp_avg_sq");
-    check_same_as_param(op, param, *max_exp_avg_sq, "max_exp_avg_sq");
-  }
-  STRATA_CHECK_VALUE(args.step >= 1, "[", op, "] step must be >= 1, got ", args.step);
-  STRATA_CHECK_VALUE(args.lr >= 0, "[", op, "] invalid learning rate ", args.lr, " (must be >= 0)");
+template <auto Check>
+void def_checked_update(Library& m, std::string_view schema,
+                        std::source_location where = std::source_location::current()) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(detail::schema_name(schema), checked_update<Check, nullptr>(), DispatchKey::Meta, where);
+  detail::record_derived_meta(m.ns() + "::" + std::string(detail::schema_name(schema)));
 }
 
 // Runs fn on contiguous versions of `tensors` (themselves when already contiguous) and copies
@@ -161,7 +153,6 @@ void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<
                    double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
                    bool is_first_step) {
   const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
-  check_sgd(param, grad, momentum_buffer, args);
   const Tensor buffer = momentum != 0 ? *momentum_buffer : Tensor();
   with_contiguous<3>({param, grad, buffer}, [&](const std::array<Tensor, 3>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
@@ -244,7 +235,6 @@ void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_a
                     const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
                     double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
   const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
-  check_adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args);
   const Tensor max_sq = amsgrad ? *max_exp_avg_sq : Tensor();
   with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_sq}, [&](const std::array<Tensor, 5>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
@@ -253,19 +243,6 @@ void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_a
                    param.numel(), args);
     });
   });
-}
-
-void fused_sgd_meta(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
-                    double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
-                    bool is_first_step) {
-  check_sgd(param, grad, momentum_buffer, {lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step});
-}
-
-void fused_adam_meta(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                     const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
-                     double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
-  check_adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq,
-             {step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay});
 }
 
 // Updates have no derivative: run the backend kernel (the dispatcher has refused leaves that
@@ -294,21 +271,18 @@ void fused_adam_autograd(const Tensor& param, const Tensor& grad, const Tensor& 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("_fused_sgd_(Tensor(a!) param, Tensor grad, Tensor(b!)? momentum_buffer, *, float lr, float momentum, "
-        "float dampening, float weight_decay, bool nesterov, bool maximize, bool is_first_step) -> ()");
-  m.def("_fused_adam_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
-        "Tensor(d!)? max_exp_avg_sq, *, int step, float lr, float beta1, float beta2, float weight_decay, float eps, "
-        "bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
+  def_checked_update<&shapes::_fused_sgd_in_place>(
+      m, "_fused_sgd_(Tensor(a!) param, Tensor grad, Tensor(b!)? momentum_buffer, *, float lr, float momentum, "
+         "float dampening, float weight_decay, bool nesterov, bool maximize, bool is_first_step) -> ()");
+  def_checked_update<&shapes::_fused_adam_in_place>(
+      m, "_fused_adam_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
+         "Tensor(d!)? max_exp_avg_sq, *, int step, float lr, float beta1, float beta2, float weight_decay, float eps, "
+         "bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("_fused_sgd_", &fused_sgd_cpu);
-  m.impl("_fused_adam_", &fused_adam_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("_fused_sgd_", &fused_sgd_meta);
-  m.impl("_fused_adam_", &fused_adam_meta);
+  m.impl("_fused_sgd_", checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cpu>());
+  m.impl("_fused_adam_", checked_update<&shapes::_fused_adam_in_place, &fused_adam_cpu>());
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {

@@ -1,6 +1,8 @@
 // Tests for ops/conv.cpp: conv2d and max_pool2d.
 #include "op_test_util.h"
 
+#include <strata/ops/structured.h>
+
 #include <cmath>
 #include <limits>
 
@@ -177,4 +179,56 @@ TEST_CASE("conv: max_pool2d takes int8 and int16; conv2d refuses them like other
   CHECK(pooled.sum().item<int64_t>() == 7);
   CHECK(max_pool2d(full({1, 1, 2, 2}, -5, kInt8), {2, 2}).sum().item<int64_t>() == -5);
   CHECK_THROWS_AS((void)conv2d(zeros({1, 1, 3, 3}, kInt8), zeros({1, 1, 2, 2}, kInt8)), Error);
+}
+
+TEST_CASE("_conv2d_backward: only the gradients asked for, on CPU and on Meta alike") {
+  static const auto op = find_op("strata::_conv2d_backward")
+                             .typed<std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, IntArrayRef,
+                                                               IntArrayRef, IntArrayRef, int64_t, bool, bool)>();
+  CHECK(detail::has_derived_meta("strata::_conv2d_backward"));
+  manual_seed(21);
+  const Tensor x = randn({2, 4, 5, 5}), w = randn({6, 2, 3, 3}), g = randn({2, 6, 3, 3});
+  for (bool input_grad : {false, true}) {
+    for (bool weight_grad : {false, true}) {
+      INFO("input_grad ", input_grad, " weight_grad ", weight_grad);
+      auto [gi, gw] = op.call(g, x, w, {1, 1}, {0, 0}, {1, 1}, 2, input_grad, weight_grad);
+      auto [mi, mw] = op.call(g.to(kMeta), x.to(kMeta), w.to(kMeta), {1, 1}, {0, 0}, {1, 1}, 2, input_grad, weight_grad);
+      CHECK(gi.defined() == input_grad);
+      CHECK(mi.defined() == input_grad);
+      CHECK(gw.defined() == weight_grad);
+      CHECK(mw.defined() == weight_grad);
+      if (input_grad) check_meta_matches(mi, gi);
+      if (weight_grad) check_meta_matches(mw, gw);
+    }
+  }
+  expect_error<ValueError>([&] { (void)op.call(g.to(kMeta), x.to(kMeta), w.to(kMeta), {1, 1}, {1, 1}, {1, 1}, 2, true,
+                                               true); },
+                           "[_conv2d_backward] expected grad_output of shape [2, 6, 5, 5], got [2, 6, 3, 3]");
+}
+
+TEST_CASE("conv2d and max_pool2d: float16 outputs come back through the float compute") {
+  manual_seed(22);
+  const Tensor x = randn({1, 2, 6, 6}), w = randn({3, 2, 3, 3});
+  const Tensor half = conv2d(x.to(kFloat16), w.to(kFloat16));
+  CHECK(half.dtype() == kFloat16);
+  CHECK(allclose(half.to(kFloat32), conv2d(x, w), 1e-2, 1e-2));
+  auto [values, indices] = max_pool2d_with_indices(x.to(kFloat16), {2, 2});
+  auto [expected_values, expected_indices] = max_pool2d_with_indices(x, {2, 2});
+  CHECK(equal(indices, expected_indices));
+  CHECK(equal(values, expected_values.to(kFloat16)));
+}
+
+TEST_CASE("max_pool2d_with_indices_backward: the CPU compute checks the index values") {
+  static const auto op = find_op("strata::max_pool2d_with_indices_backward")
+                             .typed<Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
+                                           IntArrayRef, bool, const Tensor&)>();
+  const Tensor self = zeros({1, 4, 4}), grad = ones({1, 2, 2});
+  const Tensor indices = tensor(std::vector<int64_t>{0, 2, 8, 16}, {1, 2, 2});  // 16 is past the 4x4 plane
+  expect_error<IndexError>([&] { (void)op.call(grad, self, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, indices); },
+                           "[max_pool2d_with_indices_backward] index 16 is out of range for an input plane of 4x4");
+  const Tensor meta = op.call(grad.to(kMeta), self.to(kMeta), {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, indices.to(kMeta));
+  check_meta_matches(meta, self);
+  const Tensor fine = tensor(std::vector<int64_t>{0, 2, 8, 15}, {1, 2, 2});
+  check_values(op.call(grad, self, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, fine), {1, 4, 4}, kFloat32,
+               {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
 }

@@ -1,6 +1,8 @@
 // Tests for ops/loss.cpp: nll_loss, cross_entropy, mse_loss, binary_cross_entropy_with_logits.
 #include "op_test_util.h"
 
+#include <strata/ops/structured.h>
+
 #include <cmath>
 
 using namespace strata;
@@ -197,4 +199,29 @@ TEST_CASE("loss: int8 and int16 targets are refused by name") {
   Tensor logits = zeros({2, 3});
   CHECK_THROWS_AS((void)cross_entropy(logits, tensor({int8_t{0}, int8_t{1}})), Error);
   CHECK_THROWS_AS((void)nll_loss(logits, tensor({int16_t{0}, int16_t{1}})), Error);
+}
+
+TEST_CASE("nll_loss and cross_entropy: target classes are checked by the CPU compute, not on Meta") {
+  for (const char* name : {"strata::nll_loss_forward", "strata::nll_loss_backward",
+                           "strata::binary_cross_entropy_with_logits"}) {
+    INFO(name);
+    CHECK(detail::has_derived_meta(name));
+  }
+  const Tensor input = zeros({2, 3}), target = tensor({1, 5});
+  check_meta_matches(nll_loss(input.to(kMeta), target.to(kMeta)), nll_loss(input, tensor({1, 2})));
+  check_meta_matches(cross_entropy(input.to(kMeta), target.to(kMeta), {}, Reduction::None),
+                     cross_entropy(input, tensor({1, 2}), {}, Reduction::None));
+  expect_error<IndexError>([&] { (void)cross_entropy(input, target); }, "[cross_entropy] target 5 is out of bounds");
+  // The backward's compute checks them too (a total_weight from elsewhere can pair with any target).
+  static const auto backward = find_op("strata::nll_loss_backward")
+                                   .typed<Tensor(const Tensor&, const Tensor&, const Tensor&,
+                                                 const std::optional<Tensor>&, int64_t, int64_t, const Tensor&)>();
+  expect_error<IndexError>([&] { (void)backward.call(ones({}), input, target, std::nullopt, 1, -100, full({}, 2.0f)); },
+                           "[nll_loss] target 5 is out of bounds for 3 classes");
+  const Tensor meta_grad = backward.call(ones({}).to(kMeta), input.to(kMeta), target.to(kMeta), std::nullopt, 1, -100,
+                                         full({}, 2.0f).to(kMeta));
+  check_meta_matches(meta_grad, input);
+  expect_error<ValueError>([&] { (void)backward.call(ones({2}).to(kMeta), input.to(kMeta), target.to(kMeta),
+                                                     std::nullopt, 1, -100, full({}, 2.0f).to(kMeta)); },
+                           "[nll_loss_backward] expected grad_output of shape [] for reduction Mean, got [2]");
 }

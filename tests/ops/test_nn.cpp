@@ -1,6 +1,8 @@
 // Tests for ops/nn.cpp: softmax, log_softmax, dropout, layer_norm, embedding.
 #include "op_test_util.h"
 
+#include <strata/ops/structured.h>
+
 using namespace strata;
 using strata::testing::check_gradcheck;
 using strata::testing::check_gradgradcheck;
@@ -178,4 +180,50 @@ TEST_CASE("nn: int8 and int16 indices for embedding are refused by name; softmax
   strata::testing::expect_error<TypeError>([&] { (void)embedding(weight, tensor({int8_t{1}})); }, "[embedding]",
                                           {"Int8"});
   strata::testing::check_values(softmax(tensor({int16_t{0}, int16_t{0}}), 0, kFloat32), {2}, kFloat32, {0.5, 0.5});
+}
+
+TEST_CASE("embedding: a CPU kernel whose compute checks the indices; Meta derives the shape and reads no values") {
+  CHECK(find_op("strata::embedding").has_kernel_for(DispatchKey::CPU));
+  CHECK(detail::has_derived_meta("strata::embedding"));
+  const Tensor weight = arange(6, kFloat32).view({3, 2});
+  // A Meta tensor has no values, so an index that is out of range on the CPU is not an error there.
+  check_meta_matches(embedding(weight.to(kMeta), tensor({7, 0}).to(kMeta)), embedding(weight, tensor({2, 0})));
+  expect_error<IndexError>([&] { (void)embedding(weight, tensor({0, 7})); },
+                           "[embedding] index 7 is out of range for a weight of shape [3, 2]");
+  expect_error<IndexError>([&] { (void)embedding(weight, tensor({-1}).to(kInt32)); },
+                           "[embedding] index -1 is out of range for a weight of shape [3, 2]");
+  expect_error<Error>([&] { (void)embedding(weight, tensor({0}).to(kMeta)); },
+                      "[embedding] expected all tensors on the same device");
+}
+
+TEST_CASE("embedding: rows of any dtype, dense or strided, many indices (the parallel path)") {
+  manual_seed(12);
+  const Tensor indices = randint(0, 10, {40, 25});
+  for (ScalarType dtype : {kFloat64, kFloat16, kInt64}) {
+    INFO("dtype ", dtype);
+    const Tensor table = randn({10, 64}).to(dtype);
+    CHECK(equal(embedding(table, indices), index_select(table, 0, indices.reshape({-1})).view({40, 25, 64})));
+    const Tensor strided = table.t().contiguous().t();  // column stride 10: the element-by-element copy
+    CHECK(equal(embedding(strided, indices.to(kInt32)), embedding(table, indices)));
+  }
+}
+
+TEST_CASE("nn: the Meta kernels of softmax, dropout and layer_norm come from their shape functions") {
+  for (const char* name : {"strata::softmax.int", "strata::log_softmax.int", "strata::_softmax_backward_data",
+                           "strata::_log_softmax_backward_data", "strata::native_dropout",
+                           "strata::native_layer_norm"}) {
+    INFO(name);
+    CHECK(detail::has_derived_meta(name));
+  }
+  const Tensor x = empty({2, 3}, kMeta);
+  expect_error<TypeError>([&] { (void)softmax(x, 0, kInt64); }, "[softmax] expected a floating-point input or dtype");
+  expect_error<Error>([&] { (void)log_softmax(x, 2); }, "[log_softmax]");
+  static const auto native_layer_norm =
+      find_op("strata::native_layer_norm")
+          .typed<std::tuple<Tensor, Tensor, Tensor>(const Tensor&, IntArrayRef, const std::optional<Tensor>&,
+                                                    const std::optional<Tensor>&, double)>();
+  auto [out, mean, rstd] = native_layer_norm.call(x, {3}, std::nullopt, std::nullopt, 1e-5);
+  CHECK(out.sizes() == IntArrayRef{2, 3});
+  CHECK(mean.sizes() == IntArrayRef{2, 1});
+  CHECK(rstd.is_meta());
 }

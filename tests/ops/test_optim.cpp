@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <strata/ops/optim.h>
+#include <strata/ops/structured.h>
 
 #include "op_test_util.h"
 
@@ -59,6 +60,14 @@ TEST_CASE("_fused_sgd_: Meta checks the arguments; errors name the op") {
   expect_error<ValueError>([&] { _fused_adam_(cpu, cpu, cpu, cpu, std::nullopt, 1, 0.1, 0.9, 0.999, 0, 1e-8, true,
                                               false, false); },
                            "[_fused_adam_]", {"max_exp_avg_sq"});
+  // The Meta kernels derive from the shape functions of shapes/optim.h (Note [Checked updates]).
+  CHECK(detail::has_derived_meta("strata::_fused_sgd_"));
+  CHECK(detail::has_derived_meta("strata::_fused_adam_"));
+  expect_error<ValueError>([&] { _fused_adam_(p, g, empty({2, 3}, kMeta), empty({2, 3}, kMeta), std::nullopt, 0, 0.1,
+                                              0.9, 0.999, 0, 1e-8, false, false, false); },
+                           "[_fused_adam_]", {"step"});
+  expect_error<Error>([&] { _fused_sgd_(p, ones({2, 3}), std::nullopt, 0.1, 0, 0, 0, false, false, true); },
+                      "[_fused_sgd_] expected all tensors on the same device");
 }
 
 TEST_CASE("_fused_sgd_: in place on a leaf that requires grad throws while recording, runs under no_grad") {
