@@ -278,6 +278,11 @@ Tensor sum(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::opti
 // mean needs a floating input or a floating dtype; the input is cast to the dtype first.
 Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+// out= forms of sum and mean over dims (empty: every dim); see add_out.
+const Tensor& sum_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim = false,
+                      std::optional<ScalarType> dtype = std::nullopt);
+const Tensor& mean_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim = false,
+                       std::optional<ScalarType> dtype = std::nullopt);
 // Integral and bool inputs multiply into int64 unless a dtype is given (as sum).
 Tensor prod(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
