@@ -1,6 +1,8 @@
 // Linear algebra: matmul with torch.matmul semantics (dot, mv, mm, batched with broadcast),
-// the strict mm and bmm, t(), and linear (x @ w^T + b as one GEMM on a view of w plus a bias
-// pass). float32/float64 multiply through Eigen; other dtypes through a plain loop.
+// the strict mm and bmm (with matmul/mm/bmm out= forms), t(), and linear (x @ w^T + b as one
+// GEMM on a view of w plus a bias pass). float32/float64 multiply through Eigen; other dtypes
+// through a plain loop. The shape functions are in shapes/linalg.h and the Meta kernels derive
+// from them.
 
 // Note [Matmul threading]
 // Eigen's own OpenMP parallelisation is turned off in this file and strata splits the work
@@ -16,6 +18,8 @@
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/linalg.h>
+#include <strata/ops/structured.h>
 
 #include <cstring>
 #include <vector>
@@ -25,45 +29,8 @@ namespace {
 
 constexpr int64_t kSerialWork = 64 * 64 * 64;
 
-// ---------------------------------------------------------------------------------------
-// Shape and dtype.
-
-struct MatmulShape {
-  DimVector out_sizes;
-  DimVector batch;  // broadcast batch dims
-  int64_t rows = 1, depth = 1, cols = 1;
-};
-
-// 1-d operands act as a row (left) or column (right) vector whose dim is dropped from the
-// result; leading dims of N-d operands broadcast. No dtype promotion, as in PyTorch.
-// `op` names the op in errors (mm, bmm and linear check their stricter rules first).
-void check_operands(const char* op, const Tensor& self, const Tensor& other) {
-  detail::check_same_device(op, self, other);
-  STRATA_CHECK_TYPE(self.dtype() == other.dtype(), "[", op, "] expected both inputs to have the same dtype, got ",
-                    self.dtype(), " and ", other.dtype());
-  STRATA_CHECK_TYPE(self.dtype() != kBool, "[", op, "] Bool inputs are not supported");
-}
-
-MatmulShape matmul_shape(const Tensor& self, const Tensor& other, const char* op = "matmul") {
-  check_operands(op, self, other);
-  STRATA_CHECK_VALUE(self.dim() >= 1 && other.dim() >= 1, "[", op, "] both arguments need at least 1 dimension, got ",
-                     self.dim(), "-d and ", other.dim(), "-d tensors");
-  MatmulShape shape;
-  const IntArrayRef a = self.sizes(), b = other.sizes();
-  shape.rows = a.size() >= 2 ? a[a.size() - 2] : 1;
-  shape.depth = a.back();
-  const int64_t depth_b = b.size() >= 2 ? b[b.size() - 2] : b[0];
-  shape.cols = b.size() >= 2 ? b.back() : 1;
-  STRATA_CHECK_VALUE(shape.depth == depth_b, "[", op, "] shapes ", a, " and ", b, " cannot be multiplied (",
-                     shape.depth, " != ", depth_b, ")");
-  const IntArrayRef batch_a = a.size() > 2 ? a.slice(0, a.size() - 2) : IntArrayRef();
-  const IntArrayRef batch_b = b.size() > 2 ? b.slice(0, b.size() - 2) : IntArrayRef();
-  shape.batch = broadcast_shapes(batch_a, batch_b, op);
-  shape.out_sizes = shape.batch;
-  if (a.size() >= 2) shape.out_sizes.push_back(shape.rows);
-  if (b.size() >= 2) shape.out_sizes.push_back(shape.cols);
-  return shape;
-}
+using shapes::MatmulShape;
+using shapes::matmul_shape;
 
 // ---------------------------------------------------------------------------------------
 // Operands: one input seen as batch x [rows, cols] through element strides.
@@ -254,45 +221,29 @@ void multiply_into(const Tensor& out, const Tensor& self, const Tensor& other, c
   });
 }
 
-Tensor matmul_cpu(const Tensor& self, const Tensor& other) {
-  const MatmulShape shape = matmul_shape(self, other);
-  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-  multiply_into(out, self, other, shape);
-  return out;
+// ---------------------------------------------------------------------------------------
+// CPU compute (Note [Structured ops]). multiply_into needs a contiguous destination that no
+// operand reads: any other `out` (a strided or aliasing out= tensor) is filled through a
+// contiguous temporary.
+
+template <class Fill>
+void fill_output(const Tensor& out, const Tensor& self, const Tensor& other, const Fill& fill) {
+  const bool direct = out.is_contiguous() && out.impl()->storage() != self.impl()->storage() &&
+                      out.impl()->storage() != other.impl()->storage();
+  if (direct) return fill(out);
+  const Tensor target = detail::make_empty(out.sizes(), out.dtype(), out.device());
+  fill(target);
+  detail::copy_kernel(out, target);
 }
 
-Tensor matmul_meta(const Tensor& self, const Tensor& other) {
-  const MatmulShape shape = matmul_shape(self, other);
-  return detail::make_empty(shape.out_sizes, self.dtype(), self.device());
+void matmul_out_cpu(const Tensor& out, const Tensor& self, const Tensor& other) {
+  fill_output(out, self, other, [&](const Tensor& target) { multiply_into(target, self, other, matmul_shape(self, other)); });
 }
-
-// mm: exactly two matrices. bmm: two batches of matrices of the same batch size (no
-// broadcasting). Both then multiply like matmul.
-MatmulShape mm_shape(const Tensor& self, const Tensor& mat2) {
-  STRATA_CHECK_VALUE(self.dim() == 2 && mat2.dim() == 2, "[mm] expected two matrices (2-d tensors), got shapes ",
-                     self.sizes(), " and ", mat2.sizes());
-  return matmul_shape(self, mat2, "mm");
+void mm_out_cpu(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  fill_output(out, self, mat2, [&](const Tensor& target) { multiply_into(target, self, mat2, shapes::mm_shape(self, mat2)); });
 }
-
-MatmulShape bmm_shape(const Tensor& self, const Tensor& mat2) {
-  STRATA_CHECK_VALUE(self.dim() == 3 && mat2.dim() == 3, "[bmm] expected two batches of matrices (3-d tensors), got ",
-                     "shapes ", self.sizes(), " and ", mat2.sizes());
-  STRATA_CHECK_VALUE(self.size(0) == mat2.size(0), "[bmm] batch sizes differ: shapes ", self.sizes(), " and ",
-                     mat2.sizes());
-  return matmul_shape(self, mat2, "bmm");
-}
-
-template <MatmulShape (*shape_of)(const Tensor&, const Tensor&)>
-Tensor strict_product_cpu(const Tensor& self, const Tensor& mat2) {
-  const MatmulShape shape = shape_of(self, mat2);
-  Tensor out = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-  multiply_into(out, self, mat2, shape);
-  return out;
-}
-
-template <MatmulShape (*shape_of)(const Tensor&, const Tensor&)>
-Tensor strict_product_meta(const Tensor& self, const Tensor& mat2) {
-  return detail::make_empty(shape_of(self, mat2).out_sizes, self.dtype(), self.device());
+void bmm_out_cpu(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  fill_output(out, self, mat2, [&](const Tensor& target) { multiply_into(target, self, mat2, shapes::bmm_shape(self, mat2)); });
 }
 
 // 0-d and 1-d tensors are their own transpose (a view); matrices swap their dims.
@@ -308,35 +259,6 @@ Tensor t_composite(const Tensor& self) {
 // else one copy) and weight [out, in] as its transpose [in, out] through strides alone, so
 // the product is one GEMM with no copy of the weight; the bias is then added to each row.
 
-struct LinearShape {
-  MatmulShape product;  // [rows, in] @ [in, out]
-  DimVector out_sizes;  // input's leading dims + [out]
-};
-
-LinearShape linear_shape(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  check_operands("linear", input, weight);
-  STRATA_CHECK_VALUE(weight.dim() == 2, "[linear] weight must be 2-d [out_features, in_features], got shape ",
-                     weight.sizes());
-  STRATA_CHECK_VALUE(input.dim() >= 1 && input.size(-1) == weight.size(1), "[linear] input shape ", input.sizes(),
-                     " and weight shape ", weight.sizes(), " cannot be multiplied (in_features ", weight.size(1),
-                     ")");
-  if (bias && bias->defined()) {
-    check_operands("linear", input, *bias);
-    STRATA_CHECK_VALUE(bias->dim() <= 1 && (bias->numel() == weight.size(0) || bias->numel() == 1),
-                       "[linear] bias must have shape [out_features] = [", weight.size(0), "], got ", bias->sizes());
-  }
-  LinearShape shape;
-  shape.product.depth = weight.size(1);
-  shape.product.cols = weight.size(0);
-  for (int64_t d = 0; d + 1 < input.dim(); ++d) {
-    shape.product.rows *= input.size(d);
-    shape.out_sizes.push_back(input.size(d));
-  }
-  shape.out_sizes.push_back(weight.size(0));
-  shape.product.out_sizes = {shape.product.rows, shape.product.cols};
-  return shape;
-}
-
 // input as [rows, in]: itself when 2-d, a view when contiguous, else a contiguous copy.
 Tensor input_matrix(const Tensor& input, int64_t rows) {
   const int64_t in = input.size(-1);
@@ -345,47 +267,43 @@ Tensor input_matrix(const Tensor& input, int64_t rows) {
   return detail::make_view(contiguous, {rows, in}, {in, 1}, contiguous.storage_offset());
 }
 
-Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const LinearShape shape = linear_shape(input, weight, bias);
-  Tensor out = detail::make_empty(shape.out_sizes, input.dtype(), input.device());
-  if (out.numel() == 0) return out;
+void linear_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  if (out.numel() == 0) return;
+  const shapes::LinearShape shape = shapes::linear_shape(input, weight, bias);
   const Tensor weight_t = detail::make_view(weight, {weight.size(1), weight.size(0)},
                                             {weight.stride(1), weight.stride(0)}, weight.storage_offset());
-  multiply_into(out, input_matrix(input, shape.product.rows), weight_t, shape.product);
+  const Tensor matrix = input_matrix(input, shape.product.rows);
+  fill_output(out, input, weight, [&](const Tensor& target) { multiply_into(target, matrix, weight_t, shape.product); });
   if (bias && bias->defined()) {
     visit_dtype(out.dtype(), [&]<class T>() {
       detail::binary_kernel<T>(out, out, *bias, [](compute_type_t<T> x, compute_type_t<T> b) { return x + b; });
     });
   }
-  return out;
-}
-
-Tensor linear_meta(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  return detail::make_empty(linear_shape(input, weight, bias).out_sizes, input.dtype(), input.device());
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("matmul(Tensor self, Tensor other) -> Tensor");
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  using detail::def_structured, detail::def_structured_out;
+  def_structured<&shapes::matmul>(m, "matmul(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::mm>(m, "mm(Tensor self, Tensor mat2) -> Tensor");
+  def_structured<&shapes::bmm>(m, "bmm(Tensor self, Tensor mat2) -> Tensor");
   m.def("t(Tensor(a) self) -> Tensor(a)", &t_composite);
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  def_structured<&shapes::linear>(m, "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  def_structured_out<&shapes::matmul, "matmul.out">(m, "matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::mm, "mm.out">(m, "mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::bmm, "bmm.out">(m, "bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("matmul", &matmul_cpu);
-  m.impl("mm", &strict_product_cpu<&mm_shape>);
-  m.impl("bmm", &strict_product_cpu<&bmm_shape>);
-  m.impl("linear", &linear_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("matmul", &matmul_meta);
-  m.impl("mm", &strict_product_meta<&mm_shape>);
-  m.impl("bmm", &strict_product_meta<&bmm_shape>);
-  m.impl("linear", &linear_meta);
+  using detail::structured, detail::structured_out;
+  m.impl("matmul", structured<&shapes::matmul, &matmul_out_cpu>());
+  m.impl("mm", structured<&shapes::mm, &mm_out_cpu>());
+  m.impl("bmm", structured<&shapes::bmm, &bmm_out_cpu>());
+  m.impl("linear", structured<&shapes::linear, &linear_out_cpu>());
+  m.impl("matmul.out", structured_out<&shapes::matmul, &matmul_out_cpu, "matmul.out">());
+  m.impl("mm.out", structured_out<&shapes::mm, &mm_out_cpu, "mm.out">());
+  m.impl("bmm.out", structured_out<&shapes::bmm, &bmm_out_cpu, "bmm.out">());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -506,6 +424,23 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   static const auto op =
       find_op("strata::linear").typed<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>();
   return op.call(input, weight, bias);
+}
+
+// out= variants (LibTorch's at::mm_out order: out first).
+const Tensor& matmul_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::matmul.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, other, out);
+  return out;
+}
+const Tensor& mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  static const auto op = find_op("strata::mm.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, mat2, out);
+  return out;
+}
+const Tensor& bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  static const auto op = find_op("strata::bmm.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, mat2, out);
+  return out;
 }
 
 }  // namespace strata

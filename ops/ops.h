@@ -278,6 +278,11 @@ Tensor sum(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::opti
 // mean needs a floating input or a floating dtype; the input is cast to the dtype first.
 Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+// out= forms of sum and mean over dims (empty: every dim); see add_out.
+const Tensor& sum_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim = false,
+                      std::optional<ScalarType> dtype = std::nullopt);
+const Tensor& mean_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim = false,
+                       std::optional<ScalarType> dtype = std::nullopt);
 // Integral and bool inputs multiply into int64 unless a dtype is given (as sum).
 Tensor prod(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
@@ -306,6 +311,10 @@ Tensor matmul(const Tensor& self, const Tensor& other);
 // mm: two matrices; bmm: two [b, n, m] and [b, m, p] batches (no broadcasting).
 Tensor mm(const Tensor& self, const Tensor& mat2);
 Tensor bmm(const Tensor& self, const Tensor& mat2);
+// out= forms of matmul, mm and bmm; see add_out.
+const Tensor& matmul_out(const Tensor& out, const Tensor& self, const Tensor& other);
+const Tensor& mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
+const Tensor& bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
 // The transpose of a matrix (a view); 0-d and 1-d tensors come back as views of themselves.
 Tensor t(const Tensor& self);
 // input @ weight^T + bias for input [*, in_features], weight [out_features, in_features].

@@ -1,9 +1,11 @@
-// Reductions: sum, mean and prod over all dims or some dims; the reduction shape and layout
-// shared with reduce_minmax.cpp and reduce_stats.cpp (see ops/reduce.h); and sum_to.
+// Reductions: sum, mean and prod over all dims or some dims (with sum and mean out= forms);
+// the reduction layout shared with reduce_minmax.cpp and reduce_stats.cpp (see ops/reduce.h);
+// and sum_to. The shape functions are in shapes/reduce.h and the Meta kernels derive from them.
 #include <strata/ops/reduce.h>
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
+#include <strata/ops/structured.h>
 
 #include <cstring>
 #include <vector>
@@ -13,31 +15,6 @@ namespace detail {
 
 // ---------------------------------------------------------------------------------------
 // Shape and layout (ops/reduce.h).
-
-ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
-                         std::optional<ScalarType> dtype) {
-  const int64_t ndim = self.dim();
-  ReduceShape shape;
-  shape.reduced.assign(static_cast<size_t>(ndim), dims && !dims->empty() ? 0 : 1);
-  if (dims) {
-    for (int64_t dim : *dims) {
-      const int64_t d = wrap_dim(dim, std::max<int64_t>(ndim, 1), op);
-      if (ndim == 0) continue;  // a 0-d tensor accepts dim 0 / -1
-      STRATA_CHECK_VALUE(!shape.reduced[d], "[", op, "] dim ", d, " appears multiple times in the list of dims ",
-                         *dims);
-      shape.reduced[d] = 1;
-    }
-  }
-  for (int64_t d = 0; d < ndim; ++d) {
-    const int64_t size = self.sizes()[d];
-    if (!shape.reduced[d]) shape.out_sizes.push_back(size);
-    else if (keepdim) shape.out_sizes.push_back(1);
-    shape.kept_sizes.push_back(shape.reduced[d] ? 1 : size);
-    if (shape.reduced[d]) shape.count *= size;
-  }
-  shape.dtype = dtype ? *dtype : is_integral(self.dtype(), /*include_bool=*/true) ? kInt64 : self.dtype();
-  return shape;
-}
 
 namespace {
 
@@ -88,17 +65,13 @@ Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& 
   return kept_then_reduced(self, shape, layout);
 }
 
-void check_nonempty_reduction(const char* op, const Tensor& self, const ReduceShape& shape) {
-  STRATA_CHECK_INDEX(shape.count > 0, "[", op, "] cannot reduce over a zero-size dimension of a tensor of shape ",
-                     self.sizes(), ": ", op, " has no identity");
-}
-
 }  // namespace detail
 
 namespace {
 using detail::ReduceLayout;
 using detail::ReduceShape;
 using detail::reduce_shape;
+using shapes::single_dim;
 
 // ---------------------------------------------------------------------------------------
 // Summation loops.
@@ -200,13 +173,13 @@ void sum_layout(const T* x, O* y, const ReduceLayout& layout) {
   });
 }
 
-Tensor sum_compute(const Tensor& self, const ReduceShape& shape, std::optional<ScalarType> dtype) {
-  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-  if (out.numel() == 0) return out;
+// out (contiguous, shape's sizes and dtype) = the sum of self over `shape`.
+void sum_into(const Tensor& out, const Tensor& self, const ReduceShape& shape, std::optional<ScalarType> dtype) {
+  if (out.numel() == 0) return;
   Tensor input = dtype && *dtype != self.dtype() ? detail::cast_to(self, *dtype) : self;
   if (input.numel() == 0) {
     std::memset(out.impl()->data(), 0, static_cast<size_t>(out.nbytes()));
-    return out;
+    return;
   }
   ReduceLayout layout;
   input = detail::reduce_input(input, shape, layout);
@@ -215,64 +188,18 @@ Tensor sum_compute(const Tensor& self, const ReduceShape& shape, std::optional<S
     if (out.dtype() == input.dtype()) sum_layout<T, T>(x, detail::data_of<T>(out), layout);
     else sum_layout<T, int64_t>(x, detail::data_of<int64_t>(out), layout);
   });
-  return out;
 }
 
-// ---------------------------------------------------------------------------------------
-// Kernels.
-
-Tensor sum_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
-  return sum_compute(self, reduce_shape("sum", self, std::nullopt, false, dtype), dtype);
-}
-Tensor sum_meta(const Tensor& self, std::optional<ScalarType> dtype) {
-  const ReduceShape shape = reduce_shape("sum", self, std::nullopt, false, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-}
-Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return sum_compute(self, reduce_shape("sum", self, dim, keepdim, dtype), dtype);
-}
-Tensor sum_dim_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const ReduceShape shape = reduce_shape("sum", self, dim, keepdim, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-}
-
-// ---------------------------------------------------------------------------------------
-// mean: the sum divided by the count (NaN for an empty reduction). Like PyTorch it needs a
-// floating input or a floating dtype argument; the input is cast to that dtype first.
-
-ReduceShape mean_shape(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
-                       std::optional<ScalarType> dtype) {
-  const ScalarType result = dtype.value_or(self.dtype());
-  STRATA_CHECK_TYPE(is_floating_point(result), "[mean] could not infer the output dtype: ",
-                    dtype ? "the dtype argument" : "the input dtype", " must be floating point, got ", result);
-  return reduce_shape("mean", self, dims, keepdim, result);
-}
-
-Tensor mean_compute(const Tensor& self, const ReduceShape& shape) {
-  Tensor out = sum_compute(self, shape, shape.dtype);
+// mean: the sum divided by the count (NaN for an empty reduction), computed in the result
+// dtype (the input is cast to it first).
+void mean_into(const Tensor& out, const Tensor& self, const ReduceShape& shape) {
+  sum_into(out, self, shape, shape.dtype);
   const int64_t count = shape.count;
   visit_dtype(out.dtype(), [&]<class T>() {
     using C = compute_type_t<T>;
     if constexpr (std::is_floating_point_v<C>)
       detail::unary_kernel<T>(out, out, [count](C total) { return total / static_cast<C>(count); });
   });
-  return out;
-}
-
-Tensor mean_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
-  return mean_compute(self, mean_shape(self, std::nullopt, false, dtype));
-}
-Tensor mean_meta(const Tensor& self, std::optional<ScalarType> dtype) {
-  const ReduceShape shape = mean_shape(self, std::nullopt, false, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-}
-Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return mean_compute(self, mean_shape(self, dim, keepdim, dtype));
-}
-Tensor mean_dim_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim,
-                     std::optional<ScalarType> dtype) {
-  const ReduceShape shape = mean_shape(self, dim, keepdim, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -291,62 +218,92 @@ struct ProdReducer {
   }
 };
 
-Tensor prod_compute(const Tensor& self, const ReduceShape& shape) {
-  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-  if (out.numel() == 0) return out;
+void prod_into(const Tensor& out, const Tensor& self, const ReduceShape& shape) {
+  if (out.numel() == 0) return;
   ReduceLayout layout;
   const Tensor input = detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype),
                                             shape, layout);
   visit_dtype(shape.dtype, [&]<class T>() {
     detail::fold_layout<T>(detail::data_of<T>(input), layout, ProdReducer<T>{detail::data_of<T>(out)});
   });
-  return out;
 }
 
-IntArrayRef single_dim(const int64_t& dim) { return IntArrayRef(&dim, 1); }
+// ---------------------------------------------------------------------------------------
+// CPU compute (Note [Structured ops]): `out` has the shape function's sizes and dtype and may
+// be a strided out= tensor; see writable_output.
 
-Tensor prod_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
-  return prod_compute(self, reduce_shape("prod", self, std::nullopt, false, dtype));
+template <class Fill>
+void fill_output(const Tensor& out, const Tensor& self, const Fill& fill) {
+  const Tensor target = detail::writable_output(out, self);
+  fill(target);
+  detail::finish_output(out, target);
 }
-Tensor prod_meta(const Tensor& self, std::optional<ScalarType> dtype) {
-  const ReduceShape shape = reduce_shape("prod", self, std::nullopt, false, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+
+void sum_out_cpu(const Tensor& out, const Tensor& self, std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    sum_into(target, self, reduce_shape("sum", self, std::nullopt, false, dtype), dtype);
+  });
 }
-Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return prod_compute(self, reduce_shape("prod", self, single_dim(dim), keepdim, dtype));
+void sum_dim_out_cpu(const Tensor& out, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim,
+                     std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    sum_into(target, self, reduce_shape("sum", self, dim, keepdim, dtype), dtype);
+  });
 }
-Tensor prod_dim_meta(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const ReduceShape shape = reduce_shape("prod", self, single_dim(dim), keepdim, dtype);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+void mean_out_cpu(const Tensor& out, const Tensor& self, std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    mean_into(target, self, shapes::mean_shape(self, std::nullopt, false, dtype));
+  });
+}
+void mean_dim_out_cpu(const Tensor& out, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim,
+                      std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    mean_into(target, self, shapes::mean_shape(self, dim, keepdim, dtype));
+  });
+}
+void prod_out_cpu(const Tensor& out, const Tensor& self, std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    prod_into(target, self, reduce_shape("prod", self, std::nullopt, false, dtype));
+  });
+}
+void prod_dim_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool keepdim,
+                      std::optional<ScalarType> dtype) {
+  fill_output(out, self, [&](const Tensor& target) {
+    prod_into(target, self, reduce_shape("prod", self, shapes::single_dim(dim), keepdim, dtype));
+  });
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
-  m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
-  m.def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  using detail::def_structured, detail::def_structured_out;
+  def_structured<&shapes::sum>(m, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  def_structured<&shapes::sum_dim_IntList>(
+      m, "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  def_structured<&shapes::mean>(m, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  def_structured<&shapes::mean_dim>(
+      m, "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  def_structured<&shapes::prod>(m, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor");
+  def_structured<&shapes::prod_dim_int>(
+      m, "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  def_structured_out<&shapes::sum_dim_IntList, "sum.IntList_out">(
+      m, "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+         "-> Tensor(a!)");
+  def_structured_out<&shapes::mean_dim, "mean.out">(
+      m, "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+         "-> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("sum", &sum_cpu);
-  m.impl("sum.dim_IntList", &sum_dim_cpu);
-  m.impl("mean", &mean_cpu);
-  m.impl("mean.dim", &mean_dim_cpu);
-  m.impl("prod", &prod_cpu);
-  m.impl("prod.dim_int", &prod_dim_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("sum", &sum_meta);
-  m.impl("sum.dim_IntList", &sum_dim_meta);
-  m.impl("mean", &mean_meta);
-  m.impl("mean.dim", &mean_dim_meta);
-  m.impl("prod", &prod_meta);
-  m.impl("prod.dim_int", &prod_dim_meta);
+  using detail::structured, detail::structured_out;
+  m.impl("sum", structured<&shapes::sum, &sum_out_cpu>());
+  m.impl("sum.dim_IntList", structured<&shapes::sum_dim_IntList, &sum_dim_out_cpu>());
+  m.impl("mean", structured<&shapes::mean, &mean_out_cpu>());
+  m.impl("mean.dim", structured<&shapes::mean_dim, &mean_dim_out_cpu>());
+  m.impl("prod", structured<&shapes::prod, &prod_out_cpu>());
+  m.impl("prod.dim_int", structured<&shapes::prod_dim_int, &prod_dim_out_cpu>());
+  m.impl("sum.IntList_out", structured_out<&shapes::sum_dim_IntList, &sum_dim_out_cpu, "sum.IntList_out">());
+  m.impl("mean.out", structured_out<&shapes::mean_dim, &mean_dim_out_cpu, "mean.out">());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -514,6 +471,24 @@ Tensor sum(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<Sca
   static const auto op = find_op("strata::sum.dim_IntList")
                              .typed<Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>)>();
   return op.call(self, dims, keepdim, dtype);
+}
+
+// out= variants (LibTorch's at::sum_out order: out first).
+const Tensor& sum_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim,
+                      std::optional<ScalarType> dtype) {
+  static const auto op =
+      find_op("strata::sum.IntList_out")
+          .typed<Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>, const Tensor&)>();
+  op.call(self, dims, keepdim, dtype, out);
+  return out;
+}
+const Tensor& mean_out(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim,
+                       std::optional<ScalarType> dtype) {
+  static const auto op =
+      find_op("strata::mean.out")
+          .typed<Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>, const Tensor&)>();
+  op.call(self, dims, keepdim, dtype, out);
+  return out;
 }
 
 // Sums the dims that broadcasting added (leading) or expanded (size 1 in `shape`), keeping

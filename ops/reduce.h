@@ -1,26 +1,30 @@
 #pragma once
-// Internal to ops/ (not public API): the shape function and input layout shared by the
-// reduction families (reduce.cpp, reduce_minmax.cpp, reduce_stats.cpp), and the column loop
-// that folds any reduction over that layout. See Note [Reduction layout].
+// Internal to ops/ (not public API): the CPU input layout shared by the reduction families
+// (reduce.cpp, reduce_minmax.cpp, reduce_stats.cpp), and the column loop that folds any
+// reduction over that layout. See Note [Reduction layout]. Their shape functions are in
+// ops/shapes/reduce.h.
 #include <algorithm>
 #include <optional>
 
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/reduce.h>
 
 namespace strata::detail {
 
-struct ReduceShape {
-  DimVector out_sizes;   // keepdim applied
-  DimVector kept_sizes;  // the input's shape with the reduced dims set to 1 (for gradients)
-  DimVector reduced;     // per input dim: 1 when reduced
-  int64_t count = 1;     // how many input elements fold into each output element
-  ScalarType dtype;      // output dtype
-};
+using shapes::ReduceShape;
+using shapes::reduce_shape;
+using shapes::check_nonempty_reduction;
 
-// No dims (or an empty list) reduces every dim; a 0-d tensor accepts dim 0 and -1. The dtype
-// is sum's: the given one, else int64 for integral and bool inputs, else the input's.
-ReduceShape reduce_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
-                         std::optional<ScalarType> dtype);
+// The tensor a CPU compute function fills: `out` itself when it is contiguous and shares no
+// storage with `input`, else a fresh contiguous tensor that finish_output copies into `out`
+// (an out= tensor may be strided, or be the input; see Note [Structured ops]).
+inline Tensor writable_output(const Tensor& out, const Tensor& input) {
+  if (out.is_contiguous() && out.impl()->storage() != input.impl()->storage()) return out;
+  return make_empty(out.sizes(), out.dtype(), out.device());
+}
+inline void finish_output(const Tensor& out, const Tensor& written) {
+  if (!written.is_same(out)) copy_kernel(out, written);
+}
 
 // Note [Reduction layout]
 // A reduction reads its input as a contiguous [outer, reduced, inner] block and writes the
@@ -35,9 +39,6 @@ struct ReduceLayout {
 
 // The input to fold (self, or a contiguous copy) and its layout.
 Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout);
-
-// Throws IndexError naming `op` when a reduction without identity meets an empty dim.
-void check_nonempty_reduction(const char* op, const Tensor& self, const ReduceShape& shape);
 
 // Folds every output element of the layout with `reducer`, which provides:
 //   using Acc = ...;                               the running state of one output element

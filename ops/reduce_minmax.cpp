@@ -1,10 +1,12 @@
 // Reductions that pick an element: max and min over all elements or along one dim (values
-// and indices), argmax and argmin. Schema, shape/dtype function, CPU and Meta kernels,
-// derivatives and free functions. The layout and fold loop are shared (ops/reduce.h).
+// and indices), argmax and argmin. Schemas, CPU compute, derivatives and free functions; the
+// shape functions are in shapes/reduce.h and the Meta kernels derive from them. The layout and
+// fold loop are shared (ops/reduce.h).
 #include <strata/ops/reduce.h>
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 #include <tuple>
@@ -15,22 +17,10 @@ namespace {
 using detail::ReduceLayout;
 using detail::ReduceShape;
 
-// ---------------------------------------------------------------------------------------
-// Shape and dtype. Note [Extremum reductions]
-// Values keep the input's dtype (bool included); indices are int64. A reduction over no
-// elements has no answer and throws IndexError. NaN wins over every number (the first NaN
-// is picked), and among equal values the first one is picked, so indices are deterministic.
+using shapes::extremum_shape;
+using shapes::single_dim;
 
-IntArrayRef single_dim(const int64_t& dim) { return IntArrayRef(&dim, 1); }
-
-ReduceShape extremum_shape(const char* op, const Tensor& self, std::optional<int64_t> dim, bool keepdim,
-                           ScalarType dtype) {
-  const std::optional<IntArrayRef> dims = dim ? std::optional<IntArrayRef>(single_dim(*dim)) : std::nullopt;
-  ReduceShape shape = detail::reduce_shape(op, self, dims, keepdim, dtype);
-  detail::check_nonempty_reduction(op, self, shape);
-  return shape;
-}
-
+// See Note [Extremum reductions] in shapes/reduce.h.
 template <class C>
 bool is_nan(C value) {
   if constexpr (std::is_floating_point_v<C>) return std::isnan(value);
@@ -80,80 +70,56 @@ constexpr const char* extremum_name(bool is_max) { return is_max ? "max" : "min"
 constexpr const char* arg_name(bool is_max) { return is_max ? "argmax" : "argmin"; }
 
 // ---------------------------------------------------------------------------------------
-// Kernels.
+// CPU compute (Note [Structured ops]): outputs have the shape functions' sizes and dtypes; a
+// strided output is filled through a contiguous temporary (writable_output).
 
 template <bool is_max>
-Tensor extremum_all_cpu(const Tensor& self) {
+void extremum_all_out_cpu(const Tensor& values, const Tensor& self) {
   const ReduceShape shape = extremum_shape(extremum_name(is_max), self, std::nullopt, false, self.dtype());
-  Tensor values = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-  compute_extremum<is_max>(self, shape, values, Tensor());
-  return values;
+  const Tensor target = detail::writable_output(values, self);
+  compute_extremum<is_max>(self, shape, target, Tensor());
+  detail::finish_output(values, target);
 }
 
 template <bool is_max>
-Tensor extremum_all_meta(const Tensor& self) {
-  const ReduceShape shape = extremum_shape(extremum_name(is_max), self, std::nullopt, false, self.dtype());
-  return detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-}
-
-template <bool is_max>
-std::tuple<Tensor, Tensor> extremum_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+void extremum_dim_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim, bool keepdim) {
   const ReduceShape shape = extremum_shape(extremum_name(is_max), self, dim, keepdim, self.dtype());
-  Tensor values = detail::make_empty(shape.out_sizes, self.dtype(), self.device());
-  Tensor indices = detail::make_empty(shape.out_sizes, kInt64, self.device());
-  compute_extremum<is_max>(self, shape, values, indices);
-  return {values, indices};
-}
-
-template <bool is_max>
-std::tuple<Tensor, Tensor> extremum_dim_meta(const Tensor& self, int64_t dim, bool keepdim) {
-  const ReduceShape shape = extremum_shape(extremum_name(is_max), self, dim, keepdim, self.dtype());
-  return {detail::make_empty(shape.out_sizes, self.dtype(), self.device()),
-          detail::make_empty(shape.out_sizes, kInt64, self.device())};
+  const Tensor values_target = detail::writable_output(values, self);
+  const Tensor indices_target = detail::writable_output(indices, self);
+  compute_extremum<is_max>(self, shape, values_target, indices_target);
+  detail::finish_output(values, values_target);
+  detail::finish_output(indices, indices_target);
 }
 
 // With no dim, the index is into the flattened (row-major) input; see Note [Reduction layout].
 template <bool is_max>
-Tensor arg_extremum_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+void arg_extremum_out_cpu(const Tensor& indices, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const ReduceShape shape = extremum_shape(arg_name(is_max), self, dim, keepdim, kInt64);
-  Tensor indices = detail::make_empty(shape.out_sizes, kInt64, self.device());
-  compute_extremum<is_max>(self, shape, Tensor(), indices);
-  return indices;
-}
-
-template <bool is_max>
-Tensor arg_extremum_meta(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  const ReduceShape shape = extremum_shape(arg_name(is_max), self, dim, keepdim, kInt64);
-  return detail::make_empty(shape.out_sizes, kInt64, self.device());
+  const Tensor target = detail::writable_output(indices, self);
+  compute_extremum<is_max>(self, shape, Tensor(), target);
+  detail::finish_output(indices, target);
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("max(Tensor self) -> Tensor");
-  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
-  m.def("min(Tensor self) -> Tensor");
-  m.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
-  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
-  m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::max>(m, "max(Tensor self) -> Tensor");
+  def_structured<&shapes::max_dim>(m, "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  def_structured<&shapes::min>(m, "min(Tensor self) -> Tensor");
+  def_structured<&shapes::min_dim>(m, "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  def_structured<&shapes::argmax>(m, "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  def_structured<&shapes::argmin>(m, "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("max", &extremum_all_cpu<true>);
-  m.impl("max.dim", &extremum_dim_cpu<true>);
-  m.impl("min", &extremum_all_cpu<false>);
-  m.impl("min.dim", &extremum_dim_cpu<false>);
-  m.impl("argmax", &arg_extremum_cpu<true>);
-  m.impl("argmin", &arg_extremum_cpu<false>);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("max", &extremum_all_meta<true>);
-  m.impl("max.dim", &extremum_dim_meta<true>);
-  m.impl("min", &extremum_all_meta<false>);
-  m.impl("min.dim", &extremum_dim_meta<false>);
-  m.impl("argmax", &arg_extremum_meta<true>);
-  m.impl("argmin", &arg_extremum_meta<false>);
+  using detail::structured;
+  m.impl("max", structured<&shapes::max, &extremum_all_out_cpu<true>>());
+  m.impl("max.dim", structured<&shapes::max_dim, &extremum_dim_out_cpu<true>>());
+  m.impl("min", structured<&shapes::min, &extremum_all_out_cpu<false>>());
+  m.impl("min.dim", structured<&shapes::min_dim, &extremum_dim_out_cpu<false>>());
+  m.impl("argmax", structured<&shapes::argmax, &arg_extremum_out_cpu<true>>());
+  m.impl("argmin", structured<&shapes::argmin, &arg_extremum_out_cpu<false>>());
 }
 
 // ---------------------------------------------------------------------------------------

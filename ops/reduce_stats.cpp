@@ -1,10 +1,12 @@
 // Statistical reductions: var and std (with Bessel's correction by default), logsumexp and
-// the vector norm over all elements. Schema, shape/dtype function, CPU and Meta kernels,
-// derivatives and free functions. The layout and fold loop are shared (ops/reduce.h).
+// the vector norm over all elements. Schemas, CPU compute, derivatives and free functions; the
+// shape functions are in shapes/reduce.h and the Meta kernels derive from them. The layout and
+// fold loop are shared (ops/reduce.h).
 #include <strata/ops/reduce.h>
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 #include <limits>
@@ -21,25 +23,24 @@ bool is_nan(C value) {
   else return false;
 }
 
-// Folds self (already of the output's dtype) over `shape` with the reducer made by
-// make_reducer(T* out) for that dtype.
+using shapes::floating_shape;
+using shapes::logsumexp_shape;
+
+// Folds self, cast to the output's dtype, over `shape` into `out` with the reducer made by
+// make_reducer(T* out) for that dtype. A strided `out` is filled through a contiguous
+// temporary (writable_output).
 template <class MakeReducer>
-Tensor fold_floating(const Tensor& self, const ReduceShape& shape, const MakeReducer& make_reducer) {
-  Tensor out = detail::make_empty(shape.out_sizes, shape.dtype, self.device());
-  if (out.numel() == 0) return out;
+void fold_floating(const Tensor& out, const Tensor& self, const ReduceShape& shape, const MakeReducer& make_reducer) {
+  if (out.numel() == 0) return;
+  const Tensor target = detail::writable_output(out, self);
   ReduceLayout layout;
   const Tensor input =
       detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype), shape, layout);
   visit_dtype(shape.dtype, [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>))
-      detail::fold_layout<T>(detail::data_of<T>(input), layout, make_reducer(detail::data_of<T>(out)));
+      detail::fold_layout<T>(detail::data_of<T>(input), layout, make_reducer(detail::data_of<T>(target)));
   });
-  return out;
-}
-
-ReduceShape floating_shape(const char* op, const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim) {
-  STRATA_CHECK_TYPE(is_floating_point(self.dtype()), "[", op, "] expected a floating point input, got ", self.dtype());
-  return detail::reduce_shape(op, self, dims, keepdim, self.dtype());
+  detail::finish_output(out, target);
 }
 
 std::optional<IntArrayRef> dims_or_all(IntArrayRef dims) {
@@ -79,16 +80,11 @@ double variance_divisor(const ReduceShape& shape, bool unbiased) {
 }
 
 template <bool take_root>
-Tensor variance_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+void variance_out_cpu(const Tensor& out, const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
+                      bool keepdim) {
   const ReduceShape shape = floating_shape(take_root ? "std" : "var", self, dim, keepdim);
   const double divisor = variance_divisor(shape, unbiased);
-  return fold_floating(self, shape, [divisor]<class T>(T* out) { return VarianceReducer<T, take_root>{out, divisor}; });
-}
-
-template <bool take_root>
-Tensor variance_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool, bool keepdim) {
-  const ReduceShape shape = floating_shape(take_root ? "std" : "var", self, dim, keepdim);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+  fold_floating(out, self, shape, [divisor]<class T>(T* y) { return VarianceReducer<T, take_root>{y, divisor}; });
 }
 
 // The ATen overloads without dims: composites of the .dim ops.
@@ -124,19 +120,8 @@ struct LogSumExpReducer {
   void store(int64_t index, const Acc& acc) const { out[index] = static_cast<T>(acc.max + std::log(acc.sum)); }
 };
 
-ReduceShape logsumexp_shape(const Tensor& self, IntArrayRef dims, bool keepdim) {
-  const ScalarType dtype = is_floating_point(self.dtype()) ? self.dtype() : kFloat32;
-  return detail::reduce_shape("logsumexp", self, dims, keepdim, dtype);
-}
-
-Tensor logsumexp_cpu(const Tensor& self, IntArrayRef dims, bool keepdim) {
-  return fold_floating(self, logsumexp_shape(self, dims, keepdim),
-                       []<class T>(T* out) { return LogSumExpReducer<T>{out}; });
-}
-
-Tensor logsumexp_meta(const Tensor& self, IntArrayRef dims, bool keepdim) {
-  const ReduceShape shape = logsumexp_shape(self, dims, keepdim);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+void logsumexp_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dims, bool keepdim) {
+  fold_floating(out, self, logsumexp_shape(self, dims, keepdim), []<class T>(T* y) { return LogSumExpReducer<T>{y}; });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -176,41 +161,31 @@ struct NormReducer {
   }
 };
 
-Tensor norm_cpu(const Tensor& self, const Scalar& p) {
+void norm_out_cpu(const Tensor& out, const Tensor& self, const Scalar& p) {
   const ReduceShape shape = floating_shape("norm", self, std::nullopt, false);
   const double order = p.to_double();
   const NormKind kind = norm_kind(order);
-  return fold_floating(self, shape, [kind, order]<class T>(T* out) { return NormReducer<T>{out, kind, order}; });
-}
-
-Tensor norm_meta(const Tensor& self, const Scalar&) {
-  const ReduceShape shape = floating_shape("norm", self, std::nullopt, false);
-  return detail::make_empty(shape.out_sizes, shape.dtype, self.device());
+  fold_floating(out, self, shape, [kind, order]<class T>(T* y) { return NormReducer<T>{y, kind, order}; });
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
-  m.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::var_dim>(m, "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
+  def_structured<&shapes::std_dim>(m, "std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor");
   m.def("var(Tensor self, bool unbiased=True) -> Tensor", &var_all);
   m.def("std(Tensor self, bool unbiased=True) -> Tensor", &std_all);
-  m.def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor");
-  m.def("norm.Scalar(Tensor self, Scalar p=2) -> Tensor");
+  def_structured<&shapes::logsumexp>(m, "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor");
+  def_structured<&shapes::norm_Scalar>(m, "norm.Scalar(Tensor self, Scalar p=2) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("var.dim", &variance_cpu<false>);
-  m.impl("std.dim", &variance_cpu<true>);
-  m.impl("logsumexp", &logsumexp_cpu);
-  m.impl("norm.Scalar", &norm_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("var.dim", &variance_meta<false>);
-  m.impl("std.dim", &variance_meta<true>);
-  m.impl("logsumexp", &logsumexp_meta);
-  m.impl("norm.Scalar", &norm_meta);
+  using detail::structured;
+  m.impl("var.dim", structured<&shapes::var_dim, &variance_out_cpu<false>>());
+  m.impl("std.dim", structured<&shapes::std_dim, &variance_out_cpu<true>>());
+  m.impl("logsumexp", structured<&shapes::logsumexp, &logsumexp_out_cpu>());
+  m.impl("norm.Scalar", structured<&shapes::norm_Scalar, &norm_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------

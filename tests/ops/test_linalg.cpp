@@ -265,3 +265,45 @@ TEST_CASE("linalg: int8 and int16 matrix products keep the promoted dtype") {
   check_values(matmul(a.to(kInt16), b), {2, 2}, kInt16, {100, 400, 300, 800});
   check_values(matmul(a, tensor({int8_t{1}, int8_t{1}})), {2}, kInt8, {3, 7});
 }
+
+TEST_CASE("mm_out, bmm_out and matmul_out: resize, strided outs, aliasing and checks") {
+  const Tensor a = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}}), b = tensor({{5.0f, 6.0f}, {7.0f, 8.0f}});
+  const Tensor expected = tensor({{19.0f, 22.0f}, {43.0f, 50.0f}});
+  Tensor out = empty({0});
+  const Tensor& result = mm_out(out, a, b);
+  CHECK(result.is_same(out));
+  CHECK(equal(out, expected));
+  // A transposed (column-major) out gets the same values.
+  Tensor transposed = zeros({2, 2}).t();
+  mm_out(transposed, a, b);
+  CHECK(equal(transposed, expected));
+  // out may be an input with the same geometry: the product is formed before it is written.
+  Tensor c = a.clone();
+  mm_out(c, c, b);
+  CHECK(equal(c, expected));
+  // float32 result into float64 out.
+  Tensor doubles = empty({2, 2}, kFloat64);
+  mm_out(doubles, a, b);
+  CHECK(equal(doubles, expected.to(kFloat64)));
+  Tensor batched = empty({0});
+  bmm_out(batched, stack({a, b}), stack({b, a}));
+  CHECK(batched.sizes() == IntArrayRef{2, 2, 2});
+  CHECK(equal(batched, stack({mm(a, b), mm(b, a)})));
+  Tensor vector = empty({0});
+  matmul_out(vector, a, tensor({1.0f, 1.0f}));
+  CHECK(equal(vector, tensor({3.0f, 7.0f})));
+  Tensor broadcast = empty({0});
+  matmul_out(broadcast, ones({3, 2, 2}), b);
+  CHECK(broadcast.sizes() == IntArrayRef{3, 2, 2});
+  CHECK(equal(broadcast.select(0, 2), mm(ones({2, 2}), b)));
+  expect_error<ValueError>([&] { (void)mm_out(empty({0}), a, ones({3, 2})); }, "[mm] shapes [2, 2] and [3, 2]");
+  expect_error<ValueError>([&] { (void)bmm_out(empty({0}), a, b); }, "[bmm] expected two batches");
+  expect_error<ValueError>([&] { (void)mm_out(zeros({3, 2}), a, b); }, "[mm.out] out has shape [3, 2]");
+  expect_error<Error>([&] { (void)matmul_out(empty({2, 2}, kInt64), a, b); },
+                      "[matmul.out] result type Float32 can't be cast");
+  const Tensor w = ones({2, 2}).requires_grad_();
+  expect_error<Error>([&] { (void)mm_out(empty({0}), w, b); }, "[strata::mm.out]", {"out="});
+  Tensor meta_out = empty({0}, kMeta);
+  matmul_out(meta_out, empty({4, 1, 2, 3}, kMeta), empty({5, 3, 6}, kMeta));
+  CHECK(meta_out.sizes() == IntArrayRef{4, 5, 2, 6});
+}

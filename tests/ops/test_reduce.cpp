@@ -176,3 +176,50 @@ TEST_CASE("reduce: sums and products of int8 and int16 are int64") {
   check_values(tensor({int16_t{300}, int16_t{300}}).prod(), {}, kInt64, {90000});
   check_values(i8.sum({0}, false, kInt8), {2}, kInt8, {-28, 101});
 }
+
+TEST_CASE("sum_out and mean_out: resize an empty out, fill strided outs, cast, and check") {
+  const Tensor a = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor out = empty({0});
+  const Tensor& result = sum_out(out, a, {1});
+  CHECK(result.is_same(out));
+  check_values(out, {2}, kFloat32, {6, 15});
+  // A strided out (a column of a matrix) is filled in place.
+  Tensor matrix = zeros({3, 2});
+  sum_out(matrix.select(1, 1), a, {0});
+  CHECK(equal(matrix, tensor({{0.0f, 5.0f}, {0.0f, 7.0f}, {0.0f, 9.0f}})));
+  // keepdim, dtype, and a float64 out taking the float32 result.
+  Tensor doubles = empty({2, 1}, kFloat64);
+  mean_out(doubles, a, {1}, /*keepdim=*/true);
+  check_values(doubles, {2, 1}, kFloat64, {2, 5});
+  Tensor all = empty({0}, kFloat64);
+  mean_out(all, a, {}, false, kFloat64);
+  check_values(all, {}, kFloat64, {3.5});
+  // Integral inputs sum into int64, then cast into the out's dtype when allowed.
+  Tensor ints = empty({0}, kInt64);
+  sum_out(ints, tensor({1, 2, 3}, kInt32), {0});
+  check_values(ints, {}, kInt64, {6});
+  expect_error<Error>([] { (void)sum_out(empty({2}, kInt64), tensor({{1.5f, 2.5f}}), {0}); },
+                      "[sum.IntList_out] result type Float32 can't be cast to the desired output type Int64");
+  expect_error<ValueError>([&] { (void)sum_out(zeros({3}), a, {1}); },
+                           "[sum.IntList_out] out has shape [3] but the result has shape [2]");
+  expect_error<TypeError>([] { (void)mean_out(empty({0}), tensor({1, 2}), {0}); },
+                          "[mean] could not infer the output dtype");
+  // out may be the input itself when the geometry is the same (a reduction over a size-1 dim).
+  Tensor column = tensor(std::vector<float>{1, 2, 3}, {3, 1});
+  sum_out(column, column, {1}, /*keepdim=*/true);
+  check_values(column, {3, 1}, kFloat32, {1, 2, 3});
+  // Meta outs follow the shape function.
+  Tensor meta_out = empty({0}, kMeta);
+  mean_out(meta_out, empty({4, 5}, kMeta), {0});
+  CHECK(meta_out.sizes() == IntArrayRef{5});
+}
+
+TEST_CASE("sum_out and mean_out: not differentiable; NoGradGuard allows them") {
+  const Tensor w = ones({2, 2}).requires_grad_();
+  expect_error<Error>([&] { (void)sum_out(empty({0}), w, {0}); }, "[strata::sum.IntList_out]", {"out="});
+  expect_error<Error>([&] { (void)mean_out(empty({0}), w, {0}); }, "[strata::mean.out]", {"out="});
+  NoGradGuard no_grad;
+  Tensor out = empty({0});
+  mean_out(out, w, {0});
+  check_values(out, {2}, kFloat32, {1, 1});
+}
