@@ -1,10 +1,13 @@
 // Binary math beyond the four arithmetic ops: pow (tensor and scalar exponents), maximum and
-// minimum. Schema, shape/dtype function, CPU and Meta kernels, derivatives, free functions.
+// minimum, with out= variants. Schemas, CPU compute, derivatives, registrations and free
+// functions; the shape functions are in shapes/binary.h and the Meta kernels derive from them.
 #include <Eigen/Core>
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/blockwise.h>
+#include <strata/ops/shapes/binary.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 
@@ -24,36 +27,8 @@ Eigen::Map<ArrayX<C>> as_array(C* data, int64_t count) {
 
 Tensor converted(const Tensor& t, ScalarType dtype) { return t.dtype() == dtype ? t : detail::cast_to(t, dtype); }
 
-struct BinaryShape {
-  DimVector sizes;
-  ScalarType dtype;
-};
-
-BinaryShape binary_shape(const char* op, const Tensor& self, const Tensor& other) {
-  detail::check_same_device(op, self, other);
-  return {broadcast_shapes(self.sizes(), other.sizes(), op), result_type(self, other)};
-}
-
 // ---------------------------------------------------------------------------------------
-// pow. Note [pow dtypes]
-// The dtype is result_type(self, exponent); bool results are refused. Floating results use
-// vector math (x^2, x^3, x^0.5, x^-0.5 and x^-1 have exact shortcuts). Integral results raise
-// by repeated squaring and wrap on overflow; a negative Scalar exponent is refused, while a
-// negative element of an exponent tensor gives PyTorch's values: 1 for base 1, +-1 for base
-// -1 and 0 otherwise.
-
-void check_pow_dtype(ScalarType dtype) {
-  STRATA_CHECK_TYPE(dtype != kBool, "[pow] Bool results are not supported (compute in an integer dtype instead)");
-}
-
-ScalarType pow_scalar_dtype(const Tensor& self, const Scalar& exponent) {
-  const ScalarType dtype = result_type(self, exponent);
-  check_pow_dtype(dtype);
-  STRATA_CHECK_VALUE(is_floating_point(dtype) || exponent.to_long() >= 0,
-                     "[pow] integers to negative integer powers are not allowed (exponent ", exponent, ")");
-  visit_dtype(dtype, [&]<class T>() { (void)detail::checked_scalar<T>(exponent, "pow"); });
-  return dtype;
-}
+// pow (Note [pow dtypes] in shapes/binary.h).
 
 template <class C>
 C integer_pow(C base, C exponent) {
@@ -87,9 +62,10 @@ void pow_block(const C* x, C* y, int64_t n, double exponent) {
   else out = in.pow(C(exponent));
 }
 
-Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
-  const ScalarType dtype = pow_scalar_dtype(self, exponent);
-  Tensor out = detail::make_empty(self.sizes(), dtype, self.device());
+// CPU compute (Note [Structured ops]): out has the shape function's sizes and dtype; it may be
+// strided, or an input of the same geometry (out=).
+void pow_scalar_out_cpu(const Tensor& out, const Tensor& self, const Scalar& exponent) {
+  const ScalarType dtype = out.dtype();
   const Tensor input = converted(self, dtype);
   visit_dtype(dtype, [&]<class T>() {
     using C = compute_type_t<T>;
@@ -101,19 +77,12 @@ Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
       detail::unary_kernel<T>(out, input, [e](C x) { return integer_pow(x, e); });
     }
   });
-  return out;
 }
 
-Tensor pow_scalar_meta(const Tensor& self, const Scalar& exponent) {
-  return detail::make_empty(self.sizes(), pow_scalar_dtype(self, exponent), self.device());
-}
-
-Tensor pow_tensor_cpu(const Tensor& self, const Tensor& exponent) {
-  const BinaryShape shape = binary_shape("pow", self, exponent);
-  check_pow_dtype(shape.dtype);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  const Tensor base = converted(self, shape.dtype), power = converted(exponent, shape.dtype);
-  visit_dtype(shape.dtype, [&]<class T>() {
+void pow_tensor_out_cpu(const Tensor& out, const Tensor& self, const Tensor& exponent) {
+  const ScalarType dtype = out.dtype();
+  const Tensor base = converted(self, dtype), power = converted(exponent, dtype);
+  visit_dtype(dtype, [&]<class T>() {
     using C = compute_type_t<T>;
     if constexpr (std::is_floating_point_v<C>) {
       detail::blockwise_binary<T>(out, base, power, [](const C* x, const C* e, C* y, int64_t n) {
@@ -123,13 +92,6 @@ Tensor pow_tensor_cpu(const Tensor& self, const Tensor& exponent) {
       detail::binary_kernel<T>(out, base, power, [](C x, C e) { return integer_pow(x, e); });
     }
   });
-  return out;
-}
-
-Tensor pow_tensor_meta(const Tensor& self, const Tensor& exponent) {
-  const BinaryShape shape = binary_shape("pow", self, exponent);
-  check_pow_dtype(shape.dtype);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -151,42 +113,41 @@ struct ExtremumOp {
 };
 
 template <bool is_max>
-Tensor extremum_cpu(const Tensor& self, const Tensor& other) {
-  constexpr const char* name = is_max ? "maximum" : "minimum";
-  const BinaryShape shape = binary_shape(name, self, other);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  const Tensor a = converted(self, shape.dtype), b = converted(other, shape.dtype);
-  visit_dtype(shape.dtype, [&]<class T>() { detail::binary_kernel<T>(out, a, b, ExtremumOp<is_max>{}); });
-  return out;
-}
-
-template <bool is_max>
-Tensor extremum_meta(const Tensor& self, const Tensor& other) {
-  const BinaryShape shape = binary_shape(is_max ? "maximum" : "minimum", self, other);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
+void extremum_out_cpu(const Tensor& out, const Tensor& self, const Tensor& other) {
+  const Tensor a = converted(self, out.dtype()), b = converted(other, out.dtype());
+  visit_dtype(out.dtype(), [&]<class T>() { detail::binary_kernel<T>(out, a, b, ExtremumOp<is_max>{}); });
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor");
-  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");
-  m.def("maximum(Tensor self, Tensor other) -> Tensor");
-  m.def("minimum(Tensor self, Tensor other) -> Tensor");
+  using detail::def_structured, detail::def_structured_out;
+  def_structured<&shapes::pow_tensor_tensor>(m, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor");
+  def_structured<&shapes::pow_tensor_scalar>(m, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");
+  def_structured<&shapes::maximum>(m, "maximum(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::minimum>(m, "minimum(Tensor self, Tensor other) -> Tensor");
+  def_structured_out<&shapes::pow_tensor_tensor, "pow.Tensor_Tensor_out">(
+      m, "pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::pow_tensor_scalar, "pow.Tensor_Scalar_out">(
+      m, "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::maximum, "maximum.out">(
+      m, "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::minimum, "minimum.out">(
+      m, "minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("pow.Tensor_Tensor", &pow_tensor_cpu);
-  m.impl("pow.Tensor_Scalar", &pow_scalar_cpu);
-  m.impl("maximum", &extremum_cpu<true>);
-  m.impl("minimum", &extremum_cpu<false>);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("pow.Tensor_Tensor", &pow_tensor_meta);
-  m.impl("pow.Tensor_Scalar", &pow_scalar_meta);
-  m.impl("maximum", &extremum_meta<true>);
-  m.impl("minimum", &extremum_meta<false>);
+  using detail::structured, detail::structured_out;
+  m.impl("pow.Tensor_Tensor", structured<&shapes::pow_tensor_tensor, &pow_tensor_out_cpu>());
+  m.impl("pow.Tensor_Scalar", structured<&shapes::pow_tensor_scalar, &pow_scalar_out_cpu>());
+  m.impl("maximum", structured<&shapes::maximum, &extremum_out_cpu<true>>());
+  m.impl("minimum", structured<&shapes::minimum, &extremum_out_cpu<false>>());
+  m.impl("pow.Tensor_Tensor_out",
+         structured_out<&shapes::pow_tensor_tensor, &pow_tensor_out_cpu, "pow.Tensor_Tensor_out">());
+  m.impl("pow.Tensor_Scalar_out",
+         structured_out<&shapes::pow_tensor_scalar, &pow_scalar_out_cpu, "pow.Tensor_Scalar_out">());
+  m.impl("maximum.out", structured_out<&shapes::maximum, &extremum_out_cpu<true>, "maximum.out">());
+  m.impl("minimum.out", structured_out<&shapes::minimum, &extremum_out_cpu<false>, "minimum.out">());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -282,6 +243,30 @@ Tensor maximum(const Tensor& self, const Tensor& other) {
 Tensor minimum(const Tensor& self, const Tensor& other) {
   static const auto op = find_op("strata::minimum").typed<Tensor(const Tensor&, const Tensor&)>();
   return op.call(self, other);
+}
+
+// out= variants (LibTorch's at::pow_out order: out first).
+const Tensor& pow_out(const Tensor& out, const Tensor& self, const Tensor& exponent) {
+  static const auto op =
+      find_op("strata::pow.Tensor_Tensor_out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, exponent, out);
+  return out;
+}
+const Tensor& pow_out(const Tensor& out, const Tensor& self, const Scalar& exponent) {
+  static const auto op =
+      find_op("strata::pow.Tensor_Scalar_out").typed<Tensor(const Tensor&, const Scalar&, const Tensor&)>();
+  op.call(self, exponent, out);
+  return out;
+}
+const Tensor& maximum_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::maximum.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, other, out);
+  return out;
+}
+const Tensor& minimum_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  static const auto op = find_op("strata::minimum.out").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
+  op.call(self, other, out);
+  return out;
 }
 
 }  // namespace strata

@@ -4,6 +4,8 @@
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/compare.h>
+#include <strata/ops/structured.h>
 
 namespace strata {
 namespace {
@@ -65,11 +67,9 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Elementwise comparisons. Note [Comparison dtypes]
-// Both operands are converted to torch.result_type of the pair (int32 < 2.5 compares in
-// float32) and the result is kBool; a Scalar operand converts with overflow checks like
-// every Scalar argument (Note [Checked scalar conversion]). float16/bfloat16 compare in float.
-// The comparisons have no derivative: their Autograd slot falls through to the backend.
+// Elementwise comparisons (Note [Comparison dtypes] in shapes/compare.h; the shape functions
+// live there and the Meta kernels derive from them). The comparisons have no derivative:
+// their Autograd slot falls through to the backend.
 
 namespace {
 
@@ -153,22 +153,6 @@ void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, const Fn& f
 
 Tensor converted(const Tensor& t, ScalarType dtype) { return t.dtype() == dtype ? t : detail::cast_to(t, dtype); }
 
-struct CompareShape {
-  DimVector sizes;
-  ScalarType compute;  // the operands are compared in this dtype
-};
-
-CompareShape compare_shape(const char* op, const Tensor& self, const Tensor& other) {
-  detail::check_same_device(op, self, other);
-  return {broadcast_shapes(self.sizes(), other.sizes(), op), result_type(self, other)};
-}
-
-CompareShape compare_scalar_shape(const char* op, const Tensor& self, const Scalar& other) {
-  const ScalarType compute = result_type(self, other);
-  visit_dtype(compute, [&]<class T>() { (void)detail::checked_scalar<T>(other, op); });
-  return {DimVector(self.sizes()), compute};
-}
-
 // out = a (op) value, a converted to T.
 template <Comparison kind>
 void compare_with_value(const Tensor& out, const Tensor& a, const Scalar& value, ScalarType compute) {
@@ -179,70 +163,37 @@ void compare_with_value(const Tensor& out, const Tensor& a, const Scalar& value,
   });
 }
 
-// A one-element `other` is read once as a value; see compute_binary in pointwise.cpp.
+// CPU compute (Note [Structured ops]): out is a kBool tensor of the shape function's sizes. A
+// one-element `other` is read once as a value; see compute_binary in pointwise.cpp.
 template <Comparison kind>
-Tensor compare_cpu(const Tensor& self, const Tensor& other) {
-  const CompareShape shape = compare_shape(comparison_name(kind), self, other);
-  Tensor out = detail::make_empty(shape.sizes, kBool, self.device());
-  if (out.numel() == 0) return out;
+void compare_out_cpu(const Tensor& out, const Tensor& self, const Tensor& other) {
+  if (out.numel() == 0) return;
+  const ScalarType compute = result_type(self, other);
   if (other.numel() == 1) {
-    compare_with_value<kind>(out, self, detail::read_scalar(converted(other, shape.compute)), shape.compute);
-    return out;
+    compare_with_value<kind>(out, self, detail::read_scalar(converted(other, compute)), compute);
+    return;
   }
-  visit_dtype(shape.compute, [&]<class T>() {
+  visit_dtype(compute, [&]<class T>() {
     using C = compute_type_t<T>;
-    map_binary<bool, T>(out, converted(self, shape.compute), converted(other, shape.compute),
+    map_binary<bool, T>(out, converted(self, compute), converted(other, compute),
                         [](T x, T y) { return CompareOp<kind>{}(static_cast<C>(x), static_cast<C>(y)); });
   });
-  return out;
 }
 
 template <Comparison kind>
-Tensor compare_meta(const Tensor& self, const Tensor& other) {
-  return detail::make_empty(compare_shape(comparison_name(kind), self, other).sizes, kBool, self.device());
+void compare_scalar_out_cpu(const Tensor& out, const Tensor& self, const Scalar& other) {
+  compare_with_value<kind>(out, self, other, result_type(self, other));
 }
 
-template <Comparison kind>
-Tensor compare_scalar_cpu(const Tensor& self, const Scalar& other) {
-  const CompareShape shape = compare_scalar_shape(comparison_name(kind), self, other);
-  Tensor out = detail::make_empty(shape.sizes, kBool, self.device());
-  compare_with_value<kind>(out, self, other, shape.compute);
-  return out;
-}
-
-template <Comparison kind>
-Tensor compare_scalar_meta(const Tensor& self, const Scalar& other) {
-  return detail::make_empty(compare_scalar_shape(comparison_name(kind), self, other).sizes, kBool, self.device());
-}
-
-Tensor logical_not_cpu(const Tensor& self) {
-  Tensor out = detail::make_empty(self.sizes(), kBool, self.device());
+void logical_not_out_cpu(const Tensor& out, const Tensor& self) {
   visit_dtype(self.dtype(), [&]<class T>() {
     using C = compute_type_t<T>;
     map_unary<bool, T>(out, self, [](T x) { return static_cast<C>(x) == C(0); });
   });
-  return out;
 }
-
-Tensor logical_not_meta(const Tensor& self) { return detail::make_empty(self.sizes(), kBool, self.device()); }
 
 // ---------------------------------------------------------------------------------------
-// where(condition, self, other): condition is kBool; the result has result_type(self, other)
-// and the broadcast shape of all three.
-
-struct WhereShape {
-  DimVector sizes;
-  ScalarType dtype;
-};
-
-WhereShape where_shape(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  detail::check_same_device("where", condition, self);
-  detail::check_same_device("where", self, other);
-  STRATA_CHECK_TYPE(condition.dtype() == kBool, "[where] expected condition to be a Bool tensor, got ",
-                    condition.dtype());
-  const DimVector values = broadcast_shapes(self.sizes(), other.sizes(), "where");
-  return {broadcast_shapes(condition.sizes(), values, "where"), result_type(self, other)};
-}
+// where(condition, self, other): see shapes::where_self.
 
 template <class T>
 void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
@@ -275,64 +226,49 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
                       });
 }
 
-Tensor where_cpu(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const WhereShape shape = where_shape(condition, self, other);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  if (out.numel() == 0) return out;
-  visit_dtype(shape.dtype, [&]<class T>() {
-    where_kernel<T>(out, condition, converted(self, shape.dtype), converted(other, shape.dtype));
+void where_out_cpu(const Tensor& out, const Tensor& condition, const Tensor& self, const Tensor& other) {
+  if (out.numel() == 0) return;
+  visit_dtype(out.dtype(), [&]<class T>() {
+    where_kernel<T>(out, condition, converted(self, out.dtype()), converted(other, out.dtype()));
   });
-  return out;
-}
-
-Tensor where_meta(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const WhereShape shape = where_shape(condition, self, other);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-    m.def(std::string(name) + ".Tensor(Tensor self, Tensor other) -> Tensor");
-    m.def(std::string(name) + ".Scalar(Tensor self, Scalar other) -> Tensor");
-  }
-  m.def("logical_not(Tensor self) -> Tensor");
-  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::eq_tensor>(m, "eq.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::eq_scalar>(m, "eq.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::ne_tensor>(m, "ne.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::ne_scalar>(m, "ne.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::lt_tensor>(m, "lt.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::lt_scalar>(m, "lt.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::le_tensor>(m, "le.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::le_scalar>(m, "le.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::gt_tensor>(m, "gt.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::gt_scalar>(m, "gt.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::ge_tensor>(m, "ge.Tensor(Tensor self, Tensor other) -> Tensor");
+  def_structured<&shapes::ge_scalar>(m, "ge.Scalar(Tensor self, Scalar other) -> Tensor");
+  def_structured<&shapes::logical_not>(m, "logical_not(Tensor self) -> Tensor");
+  def_structured<&shapes::where_self>(m, "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("eq.Tensor", &compare_cpu<Comparison::eq>);
-  m.impl("ne.Tensor", &compare_cpu<Comparison::ne>);
-  m.impl("lt.Tensor", &compare_cpu<Comparison::lt>);
-  m.impl("le.Tensor", &compare_cpu<Comparison::le>);
-  m.impl("gt.Tensor", &compare_cpu<Comparison::gt>);
-  m.impl("ge.Tensor", &compare_cpu<Comparison::ge>);
-  m.impl("eq.Scalar", &compare_scalar_cpu<Comparison::eq>);
-  m.impl("ne.Scalar", &compare_scalar_cpu<Comparison::ne>);
-  m.impl("lt.Scalar", &compare_scalar_cpu<Comparison::lt>);
-  m.impl("le.Scalar", &compare_scalar_cpu<Comparison::le>);
-  m.impl("gt.Scalar", &compare_scalar_cpu<Comparison::gt>);
-  m.impl("ge.Scalar", &compare_scalar_cpu<Comparison::ge>);
-  m.impl("logical_not", &logical_not_cpu);
-  m.impl("where.self", &where_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("eq.Tensor", &compare_meta<Comparison::eq>);
-  m.impl("ne.Tensor", &compare_meta<Comparison::ne>);
-  m.impl("lt.Tensor", &compare_meta<Comparison::lt>);
-  m.impl("le.Tensor", &compare_meta<Comparison::le>);
-  m.impl("gt.Tensor", &compare_meta<Comparison::gt>);
-  m.impl("ge.Tensor", &compare_meta<Comparison::ge>);
-  m.impl("eq.Scalar", &compare_scalar_meta<Comparison::eq>);
-  m.impl("ne.Scalar", &compare_scalar_meta<Comparison::ne>);
-  m.impl("lt.Scalar", &compare_scalar_meta<Comparison::lt>);
-  m.impl("le.Scalar", &compare_scalar_meta<Comparison::le>);
-  m.impl("gt.Scalar", &compare_scalar_meta<Comparison::gt>);
-  m.impl("ge.Scalar", &compare_scalar_meta<Comparison::ge>);
-  m.impl("logical_not", &logical_not_meta);
-  m.impl("where.self", &where_meta);
+  using detail::structured;
+  m.impl("eq.Tensor", structured<&shapes::eq_tensor, &compare_out_cpu<Comparison::eq>>());
+  m.impl("ne.Tensor", structured<&shapes::ne_tensor, &compare_out_cpu<Comparison::ne>>());
+  m.impl("lt.Tensor", structured<&shapes::lt_tensor, &compare_out_cpu<Comparison::lt>>());
+  m.impl("le.Tensor", structured<&shapes::le_tensor, &compare_out_cpu<Comparison::le>>());
+  m.impl("gt.Tensor", structured<&shapes::gt_tensor, &compare_out_cpu<Comparison::gt>>());
+  m.impl("ge.Tensor", structured<&shapes::ge_tensor, &compare_out_cpu<Comparison::ge>>());
+  m.impl("eq.Scalar", structured<&shapes::eq_scalar, &compare_scalar_out_cpu<Comparison::eq>>());
+  m.impl("ne.Scalar", structured<&shapes::ne_scalar, &compare_scalar_out_cpu<Comparison::ne>>());
+  m.impl("lt.Scalar", structured<&shapes::lt_scalar, &compare_scalar_out_cpu<Comparison::lt>>());
+  m.impl("le.Scalar", structured<&shapes::le_scalar, &compare_scalar_out_cpu<Comparison::le>>());
+  m.impl("gt.Scalar", structured<&shapes::gt_scalar, &compare_scalar_out_cpu<Comparison::gt>>());
+  m.impl("ge.Scalar", structured<&shapes::ge_scalar, &compare_scalar_out_cpu<Comparison::ge>>());
+  m.impl("logical_not", structured<&shapes::logical_not, &logical_not_out_cpu>());
+  m.impl("where.self", structured<&shapes::where_self, &where_out_cpu>());
 }
 
 // where's derivative: the gradient goes to self where the condition holds, to other elsewhere.

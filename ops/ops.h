@@ -254,6 +254,26 @@ const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min = std:
                      const std::optional<Scalar>& max = std::nullopt);
 const Tensor& zero_(const Tensor& self);
 const Tensor& fill_(const Tensor& self, const Scalar& value);
+// out= forms of the above (out first, as add_out): resized if empty; not differentiable.
+const Tensor& neg_out(const Tensor& out, const Tensor& self);
+const Tensor& abs_out(const Tensor& out, const Tensor& self);
+const Tensor& sign_out(const Tensor& out, const Tensor& self);
+const Tensor& exp_out(const Tensor& out, const Tensor& self);
+const Tensor& log_out(const Tensor& out, const Tensor& self);
+const Tensor& sqrt_out(const Tensor& out, const Tensor& self);
+const Tensor& rsqrt_out(const Tensor& out, const Tensor& self);
+const Tensor& sin_out(const Tensor& out, const Tensor& self);
+const Tensor& cos_out(const Tensor& out, const Tensor& self);
+const Tensor& tanh_out(const Tensor& out, const Tensor& self);
+const Tensor& sigmoid_out(const Tensor& out, const Tensor& self);
+const Tensor& silu_out(const Tensor& out, const Tensor& self);
+const Tensor& gelu_out(const Tensor& out, const Tensor& self, std::string_view approximate = "none");
+const Tensor& clamp_out(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min = std::nullopt,
+                        const std::optional<Scalar>& max = std::nullopt);
+const Tensor& pow_out(const Tensor& out, const Tensor& self, const Tensor& exponent);
+const Tensor& pow_out(const Tensor& out, const Tensor& self, const Scalar& exponent);
+const Tensor& maximum_out(const Tensor& out, const Tensor& self, const Tensor& other);
+const Tensor& minimum_out(const Tensor& out, const Tensor& self, const Tensor& other);
 
 // Elementwise comparisons (ops/compare.cpp): kBool results, operands compared in their
 // promoted dtype. where picks self where condition (kBool) holds, other elsewhere.

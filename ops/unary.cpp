@@ -1,13 +1,16 @@
 // Unary math and activations: neg abs sign exp log sqrt rsqrt sin cos tanh sigmoid relu silu
 // gelu clamp, the in-place relu_ clamp_ zero_ fill_, and gelu_backward (gelu's derivative as
-// an op of its own, so that it has a derivative too). Schema, shape/dtype function, CPU and
-// Meta kernels, derivatives and free functions, side by side.
+// an op of its own, so that it has a derivative too), and out= variants of the math ops.
+// Schemas, CPU compute, derivatives, registrations and free functions; the shape functions are
+// in shapes/unary.h and the Meta kernels derive from them.
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/blockwise.h>
+#include <strata/ops/shapes/unary.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 #include <limits>
@@ -17,30 +20,10 @@
 namespace strata {
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// Shape and dtype: every unary op keeps its input's shape.
-
-// Note [Unary dtype rules]
-// As in PyTorch: exp, log, sqrt, rsqrt, sin, cos, tanh and sigmoid compute integral and bool
-// inputs in the default float dtype (float32); gelu and silu accept floating inputs only;
-// neg and relu keep the dtype but refuse bool; abs and sign keep every dtype (identity on
-// bool). float16 and bfloat16 keep their dtype and compute in float.
-enum class DtypeRule { keep, keep_no_bool, promote_to_float, floating_only };
-
-ScalarType unary_dtype(const char* op, ScalarType input, DtypeRule rule) {
-  switch (rule) {
-    case DtypeRule::keep: return input;
-    case DtypeRule::keep_no_bool:
-      STRATA_CHECK_TYPE(input != kBool, "[", op, "] Boolean inputs are not supported",
-                        std::string_view(op).starts_with("neg") ? "; to invert a mask use logical_not()" : "");
-      return input;
-    case DtypeRule::promote_to_float: return is_floating_point(input) ? input : kFloat32;
-    case DtypeRule::floating_only:
-      STRATA_CHECK_TYPE(is_floating_point(input), "[", op, "] expected a floating point input, got ", input);
-      return input;
-  }
-  return input;
-}
+// Dtypes: Note [Unary dtype rules] in shapes/unary.h.
+using shapes::DtypeRule;
+using shapes::GeluForm;
+using shapes::gelu_form;
 
 constexpr bool uses_vector_math(DtypeRule rule) {
   return rule == DtypeRule::promote_to_float || rule == DtypeRule::floating_only;
@@ -250,17 +233,10 @@ struct SiluOp {
 // g gelu'(x); its own derivative needs gelu''(x), written in strata ops below:
 //   none: gelu'' = phi(x) (2 - x^2), phi the standard normal density;
 //   tanh: with u = k (x + c x^3), t = tanh u: gelu'' = (1 - t^2) (u' - x t u'^2 + x u''/2).
-enum class GeluForm { none, tanh };
 constexpr double kSqrtHalf = std::numbers::sqrt2 / 2;
 constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;
 constexpr double kGeluK = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;  // sqrt(2 / pi)
 constexpr double kGeluC = 0.044715;
-
-GeluForm gelu_form(const char* op, std::string_view approximate) {
-  if (approximate == "none") return GeluForm::none;
-  STRATA_CHECK_VALUE(approximate == "tanh", "[", op, "] approximate must be 'none' or 'tanh', got '", approximate, "'");
-  return GeluForm::tanh;
-}
 
 struct GeluErfOp {
   template <class X>
@@ -324,107 +300,43 @@ void compute_unary(const Tensor& out, const Tensor& input, const Op& op) {
 
 Tensor converted(const Tensor& t, ScalarType dtype) { return t.dtype() == dtype ? t : detail::cast_to(t, dtype); }
 
+// CPU compute (Note [Structured ops]): out has the shape function's sizes and dtype; it may be
+// strided, or self itself (in place, out=).
 template <class Op>
-Tensor unary_cpu(const Tensor& self) {
-  const ScalarType dtype = unary_dtype(Op::name, self.dtype(), Op::rule);
-  Tensor out = detail::make_empty(self.sizes(), dtype, self.device());
-  compute_unary(out, converted(self, dtype), Op{});
-  return out;
+void unary_out_cpu(const Tensor& out, const Tensor& self) {
+  compute_unary(out, converted(self, out.dtype()), Op{});
 }
 
-template <class Op>
-Tensor unary_meta(const Tensor& self) {
-  return detail::make_empty(self.sizes(), unary_dtype(Op::name, self.dtype(), Op::rule), self.device());
-}
-
-Tensor relu_in_place_cpu(const Tensor& self) {
-  (void)unary_dtype("relu_", self.dtype(), DtypeRule::keep_no_bool);
-  detail::check_no_internal_overlap("relu_", self);
-  compute_unary(self, self, ReluOp{});
-  return self;
-}
-
-Tensor relu_in_place_meta(const Tensor& self) {
-  (void)unary_dtype("relu_", self.dtype(), DtypeRule::keep_no_bool);
-  return self;
-}
-
-Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
-  const GeluForm form = gelu_form("gelu", approximate);
-  Tensor out = detail::make_empty(self.sizes(), unary_dtype("gelu", self.dtype(), DtypeRule::floating_only),
-                                  self.device());
-  if (form == GeluForm::none) compute_unary(out, self, GeluErfOp{});
+void gelu_out_cpu(const Tensor& out, const Tensor& self, std::string_view approximate) {
+  if (gelu_form("gelu", approximate) == GeluForm::none) compute_unary(out, self, GeluErfOp{});
   else compute_unary(out, self, GeluTanhOp{});
-  return out;
 }
 
-Tensor gelu_meta(const Tensor& self, std::string_view approximate) {
-  (void)gelu_form("gelu", approximate);
-  return detail::make_empty(self.sizes(), unary_dtype("gelu", self.dtype(), DtypeRule::floating_only), self.device());
-}
-
-struct GeluBackwardShape {
-  DimVector sizes;
-  ScalarType dtype;
-};
-
-GeluBackwardShape gelu_backward_shape(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  (void)gelu_form("gelu_backward", approximate);
-  detail::check_same_device("gelu_backward", grad_output, self);
-  const ScalarType dtype = result_type(grad_output, self);
-  STRATA_CHECK_TYPE(is_floating_point(dtype), "[gelu_backward] expected floating point inputs, got ",
-                    grad_output.dtype(), " and ", self.dtype());
-  return {broadcast_shapes(grad_output.sizes(), self.sizes(), "gelu_backward"), dtype};
-}
-
-Tensor gelu_backward_cpu(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const GeluBackwardShape shape = gelu_backward_shape(grad_output, self, approximate);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, self.device());
-  const Tensor g = converted(grad_output, shape.dtype), x = converted(self, shape.dtype);
+void gelu_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& self,
+                           std::string_view approximate) {
+  const ScalarType dtype = out.dtype();
+  const Tensor g = converted(grad_output, dtype), x = converted(self, dtype);
   const GeluForm form = gelu_form("gelu_backward", approximate);
-  detail::visit_floating(shape.dtype, [&]<class T>() {
+  detail::visit_floating(dtype, [&]<class T>() {
     detail::blockwise_binary<T>(out, g, x, [form](const auto* dy, const auto* input, auto* dx, int64_t n) {
       if (form == GeluForm::none) as_array(dx, n) = GeluErfBackwardOp::array(as_array(dy, n), as_array(input, n));
       else as_array(dx, n) = GeluTanhBackwardOp::array(as_array(dy, n), as_array(input, n));
     });
   });
-  return out;
 }
 
-Tensor gelu_backward_meta(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const GeluBackwardShape shape = gelu_backward_shape(grad_output, self, approximate);
-  return detail::make_empty(shape.sizes, shape.dtype, self.device());
-}
-
-// ---------------------------------------------------------------------------------------
-// clamp. Note [clamp dtype]
-// Like PyTorch, a floating self keeps its dtype; otherwise the bounds take part in type
-// promotion as Scalars (int32 clamped to 0.5 gives float32). Bool results are refused.
-// clamp_ requires the promoted dtype to be self's. A missing bound is the dtype's extreme,
-// NaN inputs stay NaN, and min > max gives max everywhere.
-ScalarType clamp_dtype(const char* op, const Tensor& self, const std::optional<Scalar>& min,
-                       const std::optional<Scalar>& max) {
-  STRATA_CHECK_VALUE(min || max, "[", op, "] at least one of 'min' or 'max' must not be None");
-  ScalarType dtype = self.dtype();
-  if (!is_floating_point(dtype)) {
-    const bool floating = (min && min->is_floating_point()) || (max && max->is_floating_point());
-    const bool integral = (min && min->is_integral()) || (max && max->is_integral());
-    dtype = result_type(self, floating ? Scalar(0.0) : integral ? Scalar(int64_t{0}) : Scalar(false));
-  }
-  STRATA_CHECK_TYPE(dtype != kBool, "[", op, "] Boolean inputs are not supported");
-  return dtype;
-}
-
-void compute_clamp(const char* op, const Tensor& out, const Tensor& input, const std::optional<Scalar>& min,
+// clamp (Note [clamp dtype] in shapes/unary.h): the shape function has checked the bounds.
+void clamp_out_cpu(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
                    const std::optional<Scalar>& max) {
+  const Tensor input = converted(self, out.dtype());
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       using C = compute_type_t<T>;
       using Limits = std::numeric_limits<C>;
       const C lowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
       const C highest = Limits::has_infinity ? Limits::infinity() : Limits::max();
-      const C low = min ? detail::checked_scalar<T>(*min, op) : lowest;
-      const C high = max ? detail::checked_scalar<T>(*max, op) : highest;
+      const C low = min ? detail::checked_scalar<T>(*min, "clamp") : lowest;
+      const C high = max ? detail::checked_scalar<T>(*max, "clamp") : highest;
       detail::unary_kernel<T>(out, input, [low, high](C x) {
         const C raised = x < low ? low : x;
         return raised > high ? high : raised;
@@ -433,110 +345,91 @@ void compute_clamp(const char* op, const Tensor& out, const Tensor& input, const
   });
 }
 
-Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const ScalarType dtype = clamp_dtype("clamp", self, min, max);
-  Tensor out = detail::make_empty(self.sizes(), dtype, self.device());
-  compute_clamp("clamp", out, converted(self, dtype), min, max);
-  return out;
-}
-
-Tensor clamp_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  return detail::make_empty(self.sizes(), clamp_dtype("clamp", self, min, max), self.device());
-}
-
-void check_clamp_in_place(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const ScalarType dtype = clamp_dtype("clamp_", self, min, max);
-  STRATA_CHECK_TYPE(dtype == self.dtype(), "[clamp_] result type ", dtype, " can't be cast to the desired output type ",
-                    self.dtype());
-  detail::check_no_internal_overlap("clamp_", self);
-}
-
-Tensor clamp_in_place_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  check_clamp_in_place(self, min, max);
-  compute_clamp("clamp_", self, self, min, max);
-  return self;
-}
-
-Tensor clamp_in_place_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  check_clamp_in_place(self, min, max);
-  return self;
-}
-
-// ---------------------------------------------------------------------------------------
 // fill_ and zero_: the value converts with overflow checks (Note [Checked scalar conversion]).
-
-Tensor fill_cpu(const Tensor& self, const Scalar& value) {
-  detail::fill_kernel(self, value, "fill_");
-  return self;
-}
-
-Tensor fill_meta(const Tensor& self, const Scalar& value) {
-  visit_dtype(self.dtype(), [&]<class T>() { (void)detail::checked_scalar<T>(value, "fill_"); });
-  return self;
-}
-
-Tensor zero_cpu(const Tensor& self) { return fill_cpu(self, 0); }
-Tensor zero_meta(const Tensor& self) { return fill_meta(self, 0); }
+void fill_out_cpu(const Tensor& out, const Tensor&, const Scalar& value) { detail::fill_kernel(out, value, "fill_"); }
+void zero_out_cpu(const Tensor& out, const Tensor&) { detail::fill_kernel(out, 0, "zero_"); }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  for (const char* name : {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-                           "relu", "silu"})
-    m.def(std::string(name) + "(Tensor self) -> Tensor");
-  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
-  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");
-  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
-  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
-  m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
-  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
-  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
+  using detail::def_structured, detail::def_structured_in_place, detail::def_structured_out;
+  def_structured<&shapes::neg>(m, "neg(Tensor self) -> Tensor");
+  def_structured<&shapes::abs>(m, "abs(Tensor self) -> Tensor");
+  def_structured<&shapes::sign>(m, "sign(Tensor self) -> Tensor");
+  def_structured<&shapes::exp>(m, "exp(Tensor self) -> Tensor");
+  def_structured<&shapes::log>(m, "log(Tensor self) -> Tensor");
+  def_structured<&shapes::sqrt>(m, "sqrt(Tensor self) -> Tensor");
+  def_structured<&shapes::rsqrt>(m, "rsqrt(Tensor self) -> Tensor");
+  def_structured<&shapes::sin>(m, "sin(Tensor self) -> Tensor");
+  def_structured<&shapes::cos>(m, "cos(Tensor self) -> Tensor");
+  def_structured<&shapes::tanh>(m, "tanh(Tensor self) -> Tensor");
+  def_structured<&shapes::sigmoid>(m, "sigmoid(Tensor self) -> Tensor");
+  def_structured<&shapes::relu>(m, "relu(Tensor self) -> Tensor");
+  def_structured<&shapes::silu>(m, "silu(Tensor self) -> Tensor");
+  def_structured<&shapes::gelu>(m, "gelu(Tensor self, *, str approximate='none') -> Tensor");
+  def_structured<&shapes::gelu_backward>(
+      m, "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");
+  def_structured<&shapes::clamp>(m, "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
+  def_structured_in_place<&shapes::relu_in_place, "relu_">(m, "relu_(Tensor(a!) self) -> Tensor(a!)");
+  def_structured_in_place<&shapes::clamp_in_place, "clamp_">(
+      m, "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
+  def_structured_in_place<&shapes::zero_in_place, "zero_">(m, "zero_(Tensor(a!) self) -> Tensor(a!)");
+  def_structured_in_place<&shapes::fill_scalar_in_place, "fill_">(
+      m, "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
+  def_structured_out<&shapes::neg, "neg.out">(m, "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::abs, "abs.out">(m, "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::sign, "sign.out">(m, "sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::exp, "exp.out">(m, "exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::log, "log.out">(m, "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::sqrt, "sqrt.out">(m, "sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::rsqrt, "rsqrt.out">(m, "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::sin, "sin.out">(m, "sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::cos, "cos.out">(m, "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::tanh, "tanh.out">(m, "tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::sigmoid, "sigmoid.out">(m, "sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::silu, "silu.out">(m, "silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::gelu, "gelu.out">(
+      m, "gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  def_structured_out<&shapes::clamp, "clamp.out">(
+      m, "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("neg", &unary_cpu<NegOp>);
-  m.impl("abs", &unary_cpu<AbsOp>);
-  m.impl("sign", &unary_cpu<SignOp>);
-  m.impl("exp", &unary_cpu<ExpOp>);
-  m.impl("log", &unary_cpu<LogOp>);
-  m.impl("sqrt", &unary_cpu<SqrtOp>);
-  m.impl("rsqrt", &unary_cpu<RsqrtOp>);
-  m.impl("sin", &unary_cpu<SinOp>);
-  m.impl("cos", &unary_cpu<CosOp>);
-  m.impl("tanh", &unary_cpu<TanhOp>);
-  m.impl("sigmoid", &unary_cpu<SigmoidOp>);
-  m.impl("relu", &unary_cpu<ReluOp>);
-  m.impl("silu", &unary_cpu<SiluOp>);
-  m.impl("gelu", &gelu_cpu);
-  m.impl("gelu_backward", &gelu_backward_cpu);
-  m.impl("clamp", &clamp_cpu);
-  m.impl("relu_", &relu_in_place_cpu);
-  m.impl("clamp_", &clamp_in_place_cpu);
-  m.impl("zero_", &zero_cpu);
-  m.impl("fill_.Scalar", &fill_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("neg", &unary_meta<NegOp>);
-  m.impl("abs", &unary_meta<AbsOp>);
-  m.impl("sign", &unary_meta<SignOp>);
-  m.impl("exp", &unary_meta<ExpOp>);
-  m.impl("log", &unary_meta<LogOp>);
-  m.impl("sqrt", &unary_meta<SqrtOp>);
-  m.impl("rsqrt", &unary_meta<RsqrtOp>);
-  m.impl("sin", &unary_meta<SinOp>);
-  m.impl("cos", &unary_meta<CosOp>);
-  m.impl("tanh", &unary_meta<TanhOp>);
-  m.impl("sigmoid", &unary_meta<SigmoidOp>);
-  m.impl("relu", &unary_meta<ReluOp>);
-  m.impl("silu", &unary_meta<SiluOp>);
-  m.impl("gelu", &gelu_meta);
-  m.impl("gelu_backward", &gelu_backward_meta);
-  m.impl("clamp", &clamp_meta);
-  m.impl("relu_", &relu_in_place_meta);
-  m.impl("clamp_", &clamp_in_place_meta);
-  m.impl("zero_", &zero_meta);
-  m.impl("fill_.Scalar", &fill_meta);
+  using detail::structured, detail::structured_in_place, detail::structured_out;
+  m.impl("neg", structured<&shapes::neg, &unary_out_cpu<NegOp>>());
+  m.impl("abs", structured<&shapes::abs, &unary_out_cpu<AbsOp>>());
+  m.impl("sign", structured<&shapes::sign, &unary_out_cpu<SignOp>>());
+  m.impl("exp", structured<&shapes::exp, &unary_out_cpu<ExpOp>>());
+  m.impl("log", structured<&shapes::log, &unary_out_cpu<LogOp>>());
+  m.impl("sqrt", structured<&shapes::sqrt, &unary_out_cpu<SqrtOp>>());
+  m.impl("rsqrt", structured<&shapes::rsqrt, &unary_out_cpu<RsqrtOp>>());
+  m.impl("sin", structured<&shapes::sin, &unary_out_cpu<SinOp>>());
+  m.impl("cos", structured<&shapes::cos, &unary_out_cpu<CosOp>>());
+  m.impl("tanh", structured<&shapes::tanh, &unary_out_cpu<TanhOp>>());
+  m.impl("sigmoid", structured<&shapes::sigmoid, &unary_out_cpu<SigmoidOp>>());
+  m.impl("relu", structured<&shapes::relu, &unary_out_cpu<ReluOp>>());
+  m.impl("silu", structured<&shapes::silu, &unary_out_cpu<SiluOp>>());
+  m.impl("gelu", structured<&shapes::gelu, &gelu_out_cpu>());
+  m.impl("gelu_backward", structured<&shapes::gelu_backward, &gelu_backward_out_cpu>());
+  m.impl("clamp", structured<&shapes::clamp, &clamp_out_cpu>());
+  m.impl("relu_", structured_in_place<&shapes::relu_in_place, &unary_out_cpu<ReluOp>, "relu_">());
+  m.impl("clamp_", structured_in_place<&shapes::clamp_in_place, &clamp_out_cpu, "clamp_">());
+  m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cpu, "zero_">());
+  m.impl("fill_.Scalar", structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cpu, "fill_">());
+  m.impl("neg.out", structured_out<&shapes::neg, &unary_out_cpu<NegOp>, "neg.out">());
+  m.impl("abs.out", structured_out<&shapes::abs, &unary_out_cpu<AbsOp>, "abs.out">());
+  m.impl("sign.out", structured_out<&shapes::sign, &unary_out_cpu<SignOp>, "sign.out">());
+  m.impl("exp.out", structured_out<&shapes::exp, &unary_out_cpu<ExpOp>, "exp.out">());
+  m.impl("log.out", structured_out<&shapes::log, &unary_out_cpu<LogOp>, "log.out">());
+  m.impl("sqrt.out", structured_out<&shapes::sqrt, &unary_out_cpu<SqrtOp>, "sqrt.out">());
+  m.impl("rsqrt.out", structured_out<&shapes::rsqrt, &unary_out_cpu<RsqrtOp>, "rsqrt.out">());
+  m.impl("sin.out", structured_out<&shapes::sin, &unary_out_cpu<SinOp>, "sin.out">());
+  m.impl("cos.out", structured_out<&shapes::cos, &unary_out_cpu<CosOp>, "cos.out">());
+  m.impl("tanh.out", structured_out<&shapes::tanh, &unary_out_cpu<TanhOp>, "tanh.out">());
+  m.impl("sigmoid.out", structured_out<&shapes::sigmoid, &unary_out_cpu<SigmoidOp>, "sigmoid.out">());
+  m.impl("silu.out", structured_out<&shapes::silu, &unary_out_cpu<SiluOp>, "silu.out">());
+  m.impl("gelu.out", structured_out<&shapes::gelu, &gelu_out_cpu, "gelu.out">());
+  m.impl("clamp.out", structured_out<&shapes::clamp, &clamp_out_cpu, "clamp.out">());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -749,6 +642,80 @@ const Tensor& fill_(const Tensor& self, const Scalar& value) {
   static const auto op = find_op("strata::fill_.Scalar").typed<Tensor(const Tensor&, const Scalar&)>();
   op.call(self, value);
   return self;
+}
+
+// out= variants (LibTorch's at::exp_out order: out first).
+namespace {
+using UnaryOutHandle = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&)>;
+UnaryOutHandle unary_out_handle(const char* name) { return find_op(name).typed<Tensor(const Tensor&, const Tensor&)>(); }
+const Tensor& call_unary_out(const UnaryOutHandle& op, const Tensor& out, const Tensor& self) {
+  op.call(self, out);
+  return out;
+}
+}  // namespace
+
+const Tensor& neg_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::neg.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& abs_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::abs.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& sign_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::sign.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& exp_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::exp.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& log_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::log.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& sqrt_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::sqrt.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& rsqrt_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::rsqrt.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& sin_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::sin.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& cos_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::cos.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& tanh_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::tanh.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& sigmoid_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::sigmoid.out");
+  return call_unary_out(op, out, self);
+}
+const Tensor& silu_out(const Tensor& out, const Tensor& self) {
+  static const UnaryOutHandle op = unary_out_handle("strata::silu.out");
+  return call_unary_out(op, out, self);
+}
+
+const Tensor& gelu_out(const Tensor& out, const Tensor& self, std::string_view approximate) {
+  static const auto op =
+      find_op("strata::gelu.out").typed<Tensor(const Tensor&, std::string_view, const Tensor&)>();
+  op.call(self, approximate, out);
+  return out;
+}
+const Tensor& clamp_out(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
+                        const std::optional<Scalar>& max) {
+  static const auto op = find_op("strata::clamp.out")
+                             .typed<Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&,
+                                           const Tensor&)>();
+  op.call(self, min, max, out);
+  return out;
 }
 
 }  // namespace strata

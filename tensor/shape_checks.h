@@ -2,6 +2,10 @@
 // Shape, dtype and device rules shared by every op's shape function and every backend:
 // broadcasting, type promotion (torch.result_type), casting rules and the overlap checks of
 // written tensors. Depends on tensor/ only, and compiles under nvcc (no Eigen, no OpenMP).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include <strata/tensor/tensor.h>
 
 namespace strata {
@@ -32,6 +36,27 @@ void check_no_internal_overlap(const char* op, const Tensor& t);
 // (a.add_(a)) reads each element before writing it, and is fine. Every in-place kernel with
 // tensor inputs calls this for each of them.
 void check_no_partial_overlap(const char* op, const Tensor& written, const Tensor& input);
+
+// Throws ValueError "[op] value V cannot be converted to type TYPE without overflow" when a
+// Scalar argument cannot convert to `dtype` by the rules of Note [Checked scalar conversion]
+// (ops/elementwise.h): the check a shape function makes of its Scalar arguments, so that Meta
+// and every backend refuse the same values.
+inline void check_scalar_converts(const char* op, const Scalar& value, ScalarType dtype) {
+  visit_dtype(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      return;
+    } else if constexpr (std::is_integral_v<T>) {
+      (void)value.to<T>(op);
+    } else {
+      double max_value = 0;
+      if constexpr (std::is_same_v<T, Half>) max_value = 65504.0;
+      else if constexpr (std::is_same_v<T, BFloat16>) max_value = 3.3895313892515355e38;
+      else max_value = static_cast<double>(std::numeric_limits<T>::max());
+      const double d = value.to_double();
+      if (std::isfinite(d) && std::abs(d) > max_value) value.throw_does_not_fit(op, scalar_type_name(dtype));
+    }
+  });
+}
 
 }  // namespace detail
 }  // namespace strata

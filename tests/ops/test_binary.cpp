@@ -128,3 +128,28 @@ TEST_CASE("binary: maximum, minimum and pow on int8 and int16") {
   check_values(pow(i8, 2), {2}, kInt8, {9, 16});
   check_values(pow(i16, tensor({int8_t{1}, int8_t{2}})), {2}, kInt16, {-300, 90000 - 65536});  // wraps
 }
+
+TEST_CASE("pow, maximum, minimum: out= forms resize, cast, take strided outs and refuse misfits") {
+  Tensor out = empty({0});
+  CHECK(&pow_out(out, tensor({1.0f, 2.0f, 3.0f}), 2) == &out);
+  check_values(out, {3}, kFloat32, {1, 4, 9});
+  Tensor ints = empty({2}, kInt64);
+  pow_out(ints, tensor({2, 3}), tensor({3, 2}));
+  check_values(ints, {2}, kInt64, {8, 9});
+  Tensor doubles = empty({2, 2}, kFloat64).t();  // strided, and float32 results cast into float64
+  maximum_out(doubles, tensor({{1.0f, 5.0f}, {3.0f, 0.0f}}), tensor({2.0f}));
+  check_values(doubles, {2, 2}, kFloat64, {2, 5, 3, 2});
+  minimum_out(doubles, doubles, tensor({2.5}, kFloat64));  // out may be an input of the same geometry
+  check_values(doubles, {2, 2}, kFloat64, {2, 2.5, 2.5, 2});
+  expect_error<Error>([] { pow_out(empty({2}, kInt64), tensor({1.5f, 2.0f}), 2); },
+                      "[pow.Tensor_Scalar_out] result type Float32 can't be cast to the desired output type Int64");
+  expect_error<ValueError>([] { maximum_out(zeros({3}), ones({2}), ones({2})); },
+                           "[maximum.out] out has shape [3] but the result has shape [2]");
+  expect_error<ValueError>([] { pow_out(empty({0}, kInt64), tensor({2}), -1); }, "[pow] integers");
+  expect_error<TypeError>([] { pow_out(empty({0}), tensor({true}), tensor({true})); }, "[pow] Bool results");
+  const Tensor w = ones({2}).requires_grad_();
+  expect_error<Error>([&] { minimum_out(empty({0}), w, ones({2})); }, "[strata::minimum.out]", {"out="});
+  Tensor meta = empty({0}, kMeta);
+  pow_out(meta, ones({2, 1}, kMeta), ones({3}, kMeta));
+  CHECK(meta.sizes() == IntArrayRef{2, 3});
+}

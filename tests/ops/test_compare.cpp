@@ -162,3 +162,12 @@ TEST_CASE("compare: int8 and int16 inputs compare by value and promote in where"
   check_values(logical_not(i8), {3}, kBool, {0, 1, 0});
   check_values(where(eq(i8, i16), i8, i16), {3}, kInt16, {-1, 256, 100});
 }
+
+TEST_CASE("comparisons: a Scalar operand is checked the same on Meta and CPU") {
+  for (Device device : {Device(kCPU), Device(kMeta)}) {
+    INFO("device ", device);
+    expect_error<ValueError>([&] { (void)lt(ones({2}, TensorOptions(kUInt8).device(device)), 300); },
+                             "[lt] value 300 cannot be converted to type UInt8");
+    CHECK(ge(ones({2}, TensorOptions(kUInt8).device(device)), 2.5).dtype() == kBool);  // compares in float32
+  }
+}

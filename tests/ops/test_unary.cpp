@@ -275,3 +275,59 @@ TEST_CASE("unary: int8 and int16 keep their dtype or compute in float32") {
   check_values(filled, {2}, kInt8, {-7, -7});
   expect_error<ValueError>([&] { filled.fill_(200); }, "[fill_] value 200 cannot be converted to type Int8");
 }
+
+TEST_CASE("unary: out= forms match the functional ops, resize, cast and refuse misfits") {
+  using UnaryOutOp = const Tensor& (*)(const Tensor&, const Tensor&);
+  const std::vector<std::pair<UnaryOutOp, UnaryOp>> ops = {
+      {&strata::neg_out, &strata::neg},   {&strata::abs_out, &strata::abs},       {&strata::sign_out, &strata::sign},
+      {&strata::exp_out, &strata::exp},   {&strata::log_out, &strata::log},       {&strata::sqrt_out, &strata::sqrt},
+      {&strata::rsqrt_out, &strata::rsqrt}, {&strata::sin_out, &strata::sin},     {&strata::cos_out, &strata::cos},
+      {&strata::tanh_out, &strata::tanh}, {&strata::sigmoid_out, &strata::sigmoid}, {&strata::silu_out, &strata::silu}};
+  const Tensor x = tensor({0.5, 1.0, 2.0, 3.0}, kFloat64).view({2, 2});
+  for (const auto& [op_out, op] : ops) {
+    Tensor out = empty({0}, kFloat64);
+    CHECK(&op_out(out, x) == &out);
+    CHECK(allclose(out, op(x)));
+    Tensor strided = zeros({2, 2}, kFloat64).t();
+    op_out(strided, x);
+    CHECK(allclose(strided, op(x)));
+  }
+  Tensor widened = empty({3}, kFloat64);  // float32 results cast into float64
+  exp_out(widened, tensor({0.0f, 1.0f, 2.0f}));
+  check_values(widened, {3}, kFloat64, {1, std::exp(1.0), std::exp(2.0)}, 1e-6);
+  Tensor same = tensor({-1.0f, 4.0f});
+  abs_out(same, same);  // out may be its input
+  check_values(same, {2}, kFloat32, {1, 4});
+  Tensor g = empty({0});
+  gelu_out(g, tensor({-1.0f, 0.0f, 1.0f}), "tanh");
+  CHECK(allclose(g, gelu(tensor({-1.0f, 0.0f, 1.0f}), "tanh")));
+  Tensor c = empty({0});
+  clamp_out(c, tensor({-5, 0, 5}, kInt32), 0.5);  // bounds promote: float32
+  check_values(c, {3}, kFloat32, {0.5, 0.5, 5});
+  expect_error<Error>([] { exp_out(empty({2}, kInt64), tensor({1, 2})); },
+                      "[exp.out] result type Float32 can't be cast to the desired output type Int64");
+  expect_error<ValueError>([] { sin_out(zeros({3}), ones({2})); }, "[sin.out] out has shape [3]");
+  expect_error<Error>([] { clamp_out(empty({2}, kInt32), tensor({1, 2}, kInt32), 0.5); }, "[clamp.out] result type");
+  expect_error<ValueError>([] { clamp_out(empty({0}), ones({2})); }, "[clamp] at least one of 'min' or 'max'");
+  expect_error<TypeError>([] { silu_out(empty({0}), tensor({1})); }, "[silu] expected a floating point input");
+  expect_error<ValueError>([] { gelu_out(empty({0}), ones({1}), "fast"); }, "[gelu] approximate must be");
+  const Tensor w = ones({2}).requires_grad_();
+  expect_error<Error>([&] { tanh_out(empty({0}), w); }, "[strata::tanh.out]", {"out="});
+  Tensor meta = empty({0}, kMeta);
+  sigmoid_out(meta, ones({2, 3}, TensorOptions(kInt64).device(kMeta)));
+  CHECK(meta.sizes() == IntArrayRef{2, 3});
+}
+
+TEST_CASE("unary: scalar arguments are checked on Meta as on the CPU") {
+  expect_error<ValueError>([] { (void)clamp(ones({2}, TensorOptions(kUInt8).device(kMeta)), 0, 300); },
+                           "[clamp] value 300 cannot be converted to type UInt8");
+  expect_error<ValueError>([] { fill_(ones({2}, TensorOptions(kInt8).device(kMeta)), 200); },
+                           "[fill_] value 200 cannot be converted to type Int8");
+  expect_error<ValueError>([] { clamp_(ones({2}, kFloat16), 70000); }, "[clamp_] value 70000 cannot be converted");
+}
+
+TEST_CASE("in-place: fill_ and zero_ refuse a self whose elements share memory") {
+  // Note [Structured ops]: every in-place op checks its self for internal overlap.
+  expect_error<Error>([] { fill_(zeros({1}).expand({3}), 1); }, "[fill_] unsupported operation");
+  expect_error<Error>([] { zero_(ones({1}).expand({3})); }, "[zero_] unsupported operation");
+}

@@ -1,0 +1,50 @@
+#pragma once
+// Shape functions of the comparison family (ops/compare.cpp): eq ne lt le gt ge with tensor and
+// scalar operands, logical_not and where. See Note [Structured ops] in ops/structured.h.
+// Depends on tensor/ only; compiles under nvcc.
+#include <strata/tensor/shape_checks.h>
+#include <strata/tensor/tensor_meta.h>
+
+namespace strata::shapes {
+
+// Note [Comparison dtypes]
+// Both operands are converted to torch.result_type of the pair (int32 < 2.5 compares in
+// float32) and the result is kBool; a Scalar operand converts with overflow checks like
+// every Scalar argument (Note [Checked scalar conversion]). float16/bfloat16 compare in float.
+inline TensorMeta compare(const char* op, const Tensor& self, const Tensor& other) {
+  detail::check_same_device(op, self, other);
+  if (self.sizes() == other.sizes()) return {self.sizes(), kBool, self.device()};
+  return {broadcast_shapes(self.sizes(), other.sizes(), op), kBool, self.device()};
+}
+inline TensorMeta compare(const char* op, const Tensor& self, const Scalar& other) {
+  detail::check_scalar_converts(op, other, result_type(self, other));
+  return {self.sizes(), kBool, self.device()};
+}
+
+inline TensorMeta eq_tensor(const Tensor& self, const Tensor& other) { return compare("eq", self, other); }
+inline TensorMeta ne_tensor(const Tensor& self, const Tensor& other) { return compare("ne", self, other); }
+inline TensorMeta lt_tensor(const Tensor& self, const Tensor& other) { return compare("lt", self, other); }
+inline TensorMeta le_tensor(const Tensor& self, const Tensor& other) { return compare("le", self, other); }
+inline TensorMeta gt_tensor(const Tensor& self, const Tensor& other) { return compare("gt", self, other); }
+inline TensorMeta ge_tensor(const Tensor& self, const Tensor& other) { return compare("ge", self, other); }
+inline TensorMeta eq_scalar(const Tensor& self, const Scalar& other) { return compare("eq", self, other); }
+inline TensorMeta ne_scalar(const Tensor& self, const Scalar& other) { return compare("ne", self, other); }
+inline TensorMeta lt_scalar(const Tensor& self, const Scalar& other) { return compare("lt", self, other); }
+inline TensorMeta le_scalar(const Tensor& self, const Scalar& other) { return compare("le", self, other); }
+inline TensorMeta gt_scalar(const Tensor& self, const Scalar& other) { return compare("gt", self, other); }
+inline TensorMeta ge_scalar(const Tensor& self, const Scalar& other) { return compare("ge", self, other); }
+
+inline TensorMeta logical_not(const Tensor& self) { return {self.sizes(), kBool, self.device()}; }
+
+// where(condition, self, other): condition is kBool; the result has result_type(self, other)
+// and the broadcast shape of all three.
+inline TensorMeta where_self(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  detail::check_same_device("where", condition, self);
+  detail::check_same_device("where", self, other);
+  STRATA_CHECK_TYPE(condition.dtype() == kBool, "[where] expected condition to be a Bool tensor, got ",
+                    condition.dtype());
+  const DimVector values = broadcast_shapes(self.sizes(), other.sizes(), "where");
+  return {broadcast_shapes(condition.sizes(), values, "where"), result_type(self, other), self.device()};
+}
+
+}  // namespace strata::shapes
