@@ -1,9 +1,12 @@
 // Shape ops and copies: view, reshape, flatten, transpose, permute, expand, squeeze,
 // unsqueeze, split_with_sizes / split / chunk (views share storage and so the version
-// counter), cat and stack, contiguous, clone, copy_, and _to_copy behind Tensor::to.
+// counter), cat (and cat.out) and stack, contiguous, clone, copy_, and _to_copy behind
+// Tensor::to. The shape functions of cat and clone are in shapes/shape.h.
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/shape.h>
+#include <strata/ops/structured.h>
 
 #include <optional>
 #include <vector>
@@ -204,73 +207,22 @@ tensor_list split_with_sizes_kernel(const Tensor& self, IntArrayRef split_sizes,
 }
 
 // ---------------------------------------------------------------------------------------
-// cat: shape function, CPU and Meta kernels.
+// cat: CPU compute (the shape function is shapes::cat). Each kept input is copied into its
+// slab of out, which may be strided or a view (cat.out).
 
-// Note [Legacy empty tensors in cat]
-// Like PyTorch, cat skips 1-d tensors of shape [0] whatever the other shapes are (they still
-// take part in type promotion), so `cat({empty({0}), x})` works for any x. Every other input
-// must have the first kept input's number of dims and match its sizes outside `dim`. When
-// every input is skipped the result has shape [0].
-bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
-
-struct CatShape {
-  DimVector sizes;
-  ScalarType dtype;
-  int64_t dim;  // wrapped
-};
-
-void check_cat_input(const Tensor& reference, const Tensor& t, size_t index, int64_t dim) {
-  STRATA_CHECK_VALUE(t.dim() == reference.dim(), "[cat] tensors must have the same number of dimensions: got ",
-                     reference.sizes(), " and ", t.sizes(), " (tensor ", index, ")");
-  for (int64_t k = 0; k < t.dim(); ++k)
-    STRATA_CHECK_VALUE(k == dim || t.sizes()[k] == reference.sizes()[k],
-                       "[cat] sizes of tensors must match except in dimension ", dim, ": expected size ",
-                       reference.sizes()[k], " but got size ", t.sizes()[k], " in dimension ", k, " for tensor ",
-                       index, " of shape ", t.sizes(), " (first kept tensor has shape ", reference.sizes(), ")");
-}
-
-CatShape cat_shape(const tensor_list& tensors, int64_t dim) {
-  STRATA_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
-  const Tensor* reference = nullptr;
-  ScalarType dtype = tensors[0].dtype();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    STRATA_CHECK_VALUE(t.dim() > 0, "[cat] zero-dimensional tensor (at position ", i, ") cannot be concatenated");
-    detail::check_same_device("cat", tensors[0], t);
-    dtype = promote_types(dtype, t.dtype());
-    if (!reference && !skipped_in_cat(t)) reference = &t;
-  }
-  if (!reference) return {DimVector{0}, dtype, 0};  // See Note [Legacy empty tensors in cat]
-  const int64_t d = wrap_dim(dim, reference->dim(), "cat");
-  DimVector sizes(reference->sizes());
-  sizes[d] = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (skipped_in_cat(tensors[i])) continue;
-    check_cat_input(*reference, tensors[i], i, d);
-    sizes[d] += tensors[i].sizes()[d];
-  }
-  return {sizes, dtype, d};
-}
-
-Tensor cat_cpu(const tensor_list& tensors, int64_t dim) {
-  const CatShape shape = cat_shape(tensors, dim);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
-  if (out.numel() == 0) return out;
-  DimVector sizes = shape.sizes;
+void cat_out_cpu(const Tensor& out, const tensor_list& tensors, int64_t dim) {
+  if (out.numel() == 0) return;
+  const int64_t d = shapes::cat_dim(tensors, dim);
+  DimVector sizes(out.sizes());
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
-    if (skipped_in_cat(t)) continue;
-    sizes[shape.dim] = t.sizes()[shape.dim];
+    if (shapes::skipped_in_cat(t)) continue;
+    sizes[d] = t.sizes()[d];
     if (t.numel() > 0)
-      detail::copy_kernel(detail::make_view(out, sizes, out.strides(), offset * out.strides()[shape.dim]), t);
-    offset += sizes[shape.dim];
+      detail::copy_kernel(
+          detail::make_view(out, sizes, out.strides(), out.storage_offset() + offset * out.strides()[d]), t);
+    offset += sizes[d];
   }
-  return out;
-}
-
-Tensor cat_meta(const tensor_list& tensors, int64_t dim) {
-  const CatShape shape = cat_shape(tensors, dim);
-  return detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -344,12 +296,7 @@ Tensor stack_composite(const tensor_list& tensors, int64_t dim) {
 // ---------------------------------------------------------------------------------------
 // Copies.
 
-Tensor clone_cpu(const Tensor& self) {
-  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
-  detail::copy_kernel(out, self);
-  return out;
-}
-Tensor clone_meta(const Tensor& self) { return detail::make_empty(self.sizes(), self.dtype(), self.device()); }
+void clone_out_cpu(const Tensor& out, const Tensor& self) { detail::copy_kernel(out, self); }
 
 void check_copy_shapes(const Tensor& self, const Tensor& src) {
   const DimVector broadcast = broadcast_shapes(self.sizes(), src.sizes(), "copy_");
@@ -395,6 +342,7 @@ Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::op
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
+  using detail::def_structured, detail::def_structured_out;
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
@@ -407,10 +355,11 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]");
   m.def("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]", &split_composite);
   m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", &chunk_composite);
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
+  def_structured<&shapes::cat>(m, "cat(Tensor[] tensors, int dim=0) -> Tensor");
+  def_structured_out<&shapes::cat, "cat.out">(m, "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", &stack_composite);
   m.def("contiguous(Tensor(a) self) -> Tensor(a)", &contiguous_composite);
-  m.def("clone(Tensor self) -> Tensor");
+  def_structured<&shapes::clone>(m, "clone(Tensor self) -> Tensor");
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
   m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor");
 }
@@ -427,15 +376,15 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("clone", &clone_cpu);
-  m.impl("cat", &cat_cpu);
+  using detail::structured, detail::structured_out;
+  m.impl("clone", structured<&shapes::clone, &clone_out_cpu>());
+  m.impl("cat", structured<&shapes::cat, &cat_out_cpu>());
+  m.impl("cat.out", structured_out<&shapes::cat, &cat_out_cpu, "cat.out">());
   m.impl("copy_", &copy_cpu);
   m.impl("_to_copy", &to_copy_cpu);
 }
 
 STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("clone", &clone_meta);
-  m.impl("cat", &cat_meta);
   m.impl("copy_", &copy_meta);
   m.impl("_to_copy", &to_copy_meta);
 }
@@ -610,11 +559,10 @@ Tensor cat_autograd(const tensor_list& tensors, int64_t dim) {
   }
   if (!record) return out;
   auto node = std::make_shared<CatBackward>();
-  const CatShape shape = cat_shape(tensors, dim);
-  node->dim = shape.dim;
+  node->dim = shapes::cat_dim(tensors, dim);
   for (const Tensor& t : tensors) {
     autograd::detail::collect_input(node->inputs, node->mutable_next_edges(), t);
-    node->lengths.push_back(skipped_in_cat(t) ? -1 : t.sizes()[shape.dim]);
+    node->lengths.push_back(shapes::skipped_in_cat(t) ? -1 : t.sizes()[node->dim]);
   }
   node->add_output_metadata(out);
   autograd::detail::set_history(out, node, 0);
@@ -691,6 +639,11 @@ tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim) {
 Tensor cat(const tensor_list& tensors, int64_t dim) {
   static const auto op = find_op("strata::cat").typed<Tensor(const tensor_list&, int64_t)>();
   return op.call(tensors, dim);
+}
+const Tensor& cat_out(const Tensor& out, const tensor_list& tensors, int64_t dim) {
+  static const auto op = find_op("strata::cat.out").typed<Tensor(const tensor_list&, int64_t, const Tensor&)>();
+  op.call(tensors, dim, out);
+  return out;
 }
 Tensor stack(const tensor_list& tensors, int64_t dim) {
   static const auto op = find_op("strata::stack").typed<Tensor(const tensor_list&, int64_t)>();
