@@ -2,6 +2,8 @@
 // *_like helpers and tensor() (which copies values, so it is a plain function, not an op).
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/creation.h>
+#include <strata/ops/structured.h>
 
 #include <cmath>
 #include <cstring>
@@ -19,121 +21,35 @@ Tensor with_grad(Tensor t, const TensorOptions& options) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Shape and dtype functions.
+// CPU compute (Note [Structured ops]): each fills the fresh contiguous tensor the shape
+// function in shapes/creation.h describes.
 
-ScalarType creation_dtype(const char* op, IntArrayRef sizes, std::optional<ScalarType> dtype, ScalarType fallback) {
-  (void)checked_numel(sizes, op);  // throws ValueError on a negative size
-  return dtype.value_or(fallback);
-}
-
-ScalarType full_dtype(IntArrayRef sizes, const Scalar& value, std::optional<ScalarType> dtype) {
-  const ScalarType result = creation_dtype("full", sizes, dtype, value.default_dtype());
-  visit_dtype(result, [&]<class T>() { (void)detail::checked_scalar<T>(value, "full"); });
-  return result;
-}
-
-ScalarType random_dtype(const char* op, IntArrayRef sizes, std::optional<ScalarType> dtype) {
-  const ScalarType result = creation_dtype(op, sizes, dtype, get_default_dtype());
-  STRATA_CHECK_TYPE(is_floating_point(result), "[", op, "] expected a floating point dtype, got ", result);
-  return result;
-}
-
-struct ArangeShape {
-  int64_t length;
-  ScalarType dtype;
-  bool integral;  // start, end and step are all integers: exact int64 arithmetic
-};
-
-// Note [arange length]
-// length = ceil((end - start) / step), in exact 128-bit integer arithmetic when all three are
-// integers (so large integer ranges neither round nor overflow: arange(INT64_MIN, INT64_MAX,
-// INT64_MAX) has 3 elements) and in double otherwise. Like PyTorch, the dtype is int64 when all
-// three are integers and float32 otherwise. A length int64 cannot count is an error.
-__int128 exact_integer(const Scalar& value) {
-  return value.is_uint64() ? static_cast<__int128>(value.to<uint64_t>()) : static_cast<__int128>(value.to_long());
-}
-
-int64_t integral_arange_length(const Scalar& start, const Scalar& end, const Scalar& step) {
-  const __int128 span = exact_integer(end) - exact_integer(start), stride = exact_integer(step);
-  const __int128 length = span / stride + (span % stride != 0 ? 1 : 0);
-  STRATA_CHECK_VALUE(length <= std::numeric_limits<int64_t>::max(), "[arange] the range ", start, " to ", end,
-                     " with step ", step, " has too many elements (more than int64 can count): the result is too large");
-  return static_cast<int64_t>(length);
-}
-
-ArangeShape arange_shape(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype) {
-  const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
-  const double first = start.to_double(), last = end.to_double(), increment = step.to_double();
-  STRATA_CHECK_VALUE(std::isfinite(first) && std::isfinite(last), "[arange] unsupported range: ", start, " to ", end);
-  STRATA_CHECK_VALUE(increment != 0, "[arange] step must be nonzero");
-  STRATA_CHECK_VALUE((increment > 0 && last >= first) || (increment < 0 && last <= first), "[arange] step ", step,
-                     " has the wrong sign for the range ", start, " to ", end);
-  int64_t length = 0;
-  if (integral) {
-    length = integral_arange_length(start, end, step);
-  } else {
-    const double size = std::ceil((last - first) / increment);
-    STRATA_CHECK_VALUE(size < 9.2e18, "[arange] the range ", start, " to ", end, " with step ", step,
-                       " has too many elements");
-    length = static_cast<int64_t>(size);
-  }
-  return {length, dtype.value_or(integral ? kInt64 : get_default_dtype()), integral};
-}
-
-// ---------------------------------------------------------------------------------------
-// Kernels.
-
-Device cpu_device(std::optional<Device> device) { return device.value_or(Device(kCPU)); }
-// Meta kernels run when the device argument names meta (or a thread-local key adds Meta).
-Device meta_device(std::optional<Device> device) { return device.value_or(Device(kMeta)); }
-
-Tensor empty_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, get_default_dtype()), cpu_device(device));
-}
-Tensor empty_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("empty", sizes, dtype, get_default_dtype()), meta_device(device));
-}
+using shapes::exact_integer;
 
 // All-zero bytes are zero in every dtype.
-Tensor zeros_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, get_default_dtype()), cpu_device(device));
+void zeros_out_cpu(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
   char* data = static_cast<char*>(out.impl()->data());
   const int64_t item = out.element_size();
   detail::run_chunked(out.numel(), [data, item](int64_t begin, int64_t end) {
     std::memset(data + begin * item, 0, static_cast<size_t>((end - begin) * item));
   });
-  return out;
-}
-Tensor zeros_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("zeros", sizes, dtype, get_default_dtype()), meta_device(device));
 }
 
-Tensor ones_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, get_default_dtype()), cpu_device(device));
+void ones_out_cpu(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
   detail::fill_kernel(out, 1, "ones");
-  return out;
-}
-Tensor ones_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, creation_dtype("ones", sizes, dtype, get_default_dtype()), meta_device(device));
 }
 
-Tensor full_cpu(IntArrayRef sizes, const Scalar& value, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, full_dtype(sizes, value, dtype), cpu_device(device));
+void full_out_cpu(const Tensor& out, IntArrayRef, const Scalar& value, std::optional<ScalarType>,
+                  std::optional<Device>) {
   detail::fill_kernel(out, value, "full");
-  return out;
-}
-Tensor full_meta(IntArrayRef sizes, const Scalar& value, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, full_dtype(sizes, value, dtype), meta_device(device));
 }
 
-Tensor arange_start_step_cpu(const Scalar& start, const Scalar& end, const Scalar& step,
-                             std::optional<ScalarType> dtype, std::optional<Device> device) {
-  const ArangeShape shape = arange_shape(start, end, step, dtype);
-  const int64_t length = shape.length;
-  Tensor out = detail::make_empty(IntArrayRef(&length, 1), shape.dtype, cpu_device(device));
-  visit_dtype(shape.dtype, [&]<class T>() {
+void arange_start_step_out_cpu(const Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step,
+                               std::optional<ScalarType>, std::optional<Device>) {
+  const int64_t length = out.numel();
+  visit_dtype(out.dtype(), [&]<class T>() {
     T* data = detail::data_of<T>(out);
-    if (shape.integral) {
+    if (shapes::arange_is_integral(start, end, step)) {
       // Every element lies in [start, end), so 128-bit arithmetic is exact and never overflows.
       const __int128 first = exact_integer(start), stride = exact_integer(step);
       detail::run_chunked(length, [=](int64_t begin, int64_t stop) {
@@ -148,18 +64,6 @@ Tensor arange_start_step_cpu(const Scalar& start, const Scalar& end, const Scala
       });
     }
   });
-  return out;
-}
-Tensor arange_start_step_meta(const Scalar& start, const Scalar& end, const Scalar& step,
-                              std::optional<ScalarType> dtype, std::optional<Device> device) {
-  const ArangeShape shape = arange_shape(start, end, step, dtype);
-  return detail::make_empty(IntArrayRef(&shape.length, 1), shape.dtype, meta_device(device));
-}
-Tensor arange_cpu(const Scalar& end, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return arange_start_step_cpu(0, end, 1, dtype, device);
-}
-Tensor arange_meta(const Scalar& end, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return arange_start_step_meta(0, end, 1, dtype, device);
 }
 
 // Note [Random numbers]
@@ -175,8 +79,7 @@ constexpr int mantissa_digits() {
   else return std::numeric_limits<T>::digits;
 }
 
-Tensor rand_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, random_dtype("rand", sizes, dtype), cpu_device(device));
+void rand_out_cpu(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       constexpr int digits = mantissa_digits<T>();
@@ -188,11 +91,9 @@ Tensor rand_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optiona
         data[i] = static_cast<T>(static_cast<double>(generator.engine() >> (64 - digits)) * scale);
     }
   });
-  return out;
 }
 
-Tensor randn_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, random_dtype("randn", sizes, dtype), cpu_device(device));
+void randn_out_cpu(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       T* data = detail::data_of<T>(out);
@@ -208,14 +109,6 @@ Tensor randn_cpu(IntArrayRef sizes, std::optional<ScalarType> dtype, std::option
       }
     }
   });
-  return out;
-}
-
-Tensor rand_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, random_dtype("rand", sizes, dtype), meta_device(device));
-}
-Tensor randn_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty(sizes, random_dtype("randn", sizes, dtype), meta_device(device));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -225,18 +118,8 @@ Tensor randn_meta(IntArrayRef sizes, std::optional<ScalarType> dtype, std::optio
 // steps values from start to end inclusive, float32 unless a dtype is given. Like PyTorch,
 // the first half counts up from start and the second half down from end, so both endpoints
 // are exact; values are computed in double and converted (truncated for integer dtypes).
-ScalarType linspace_dtype(int64_t steps, std::optional<ScalarType> dtype) {
-  STRATA_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
-  const ScalarType result = dtype.value_or(get_default_dtype());
-  STRATA_CHECK_TYPE(result != kBool, "[linspace] dtype Bool is not supported");
-  STRATA_CHECK_VALUE(steps <= std::numeric_limits<int64_t>::max() / element_size(result), "[linspace] ", steps,
-                     " steps of ", result, " need more bytes than int64 can count");
-  return result;
-}
-
-Tensor linspace_cpu(const Scalar& start, const Scalar& end, int64_t steps, std::optional<ScalarType> dtype,
-                    std::optional<Device> device) {
-  Tensor out = detail::make_empty({steps}, linspace_dtype(steps, dtype), cpu_device(device));
+void linspace_out_cpu(const Tensor& out, const Scalar& start, const Scalar& end, int64_t steps,
+                      std::optional<ScalarType>, std::optional<Device>) {
   const double first = start.to_double(), last = end.to_double();
   const double step = steps > 1 ? (last - first) / static_cast<double>(steps - 1) : 0.0;
   visit_dtype(out.dtype(), [&]<class T>() {
@@ -250,59 +133,24 @@ Tensor linspace_cpu(const Scalar& start, const Scalar& end, int64_t steps, std::
       }
     });
   });
-  return out;
-}
-
-Tensor linspace_meta(const Scalar&, const Scalar&, int64_t steps, std::optional<ScalarType> dtype,
-                     std::optional<Device> device) {
-  return detail::make_empty({steps}, linspace_dtype(steps, dtype), meta_device(device));
 }
 
 // eye(n, m): ones on the main diagonal of an [n, m] matrix, every dtype (float32 by default).
-ScalarType eye_dtype(int64_t n, int64_t m, std::optional<ScalarType> dtype) {
-  STRATA_CHECK_VALUE(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n=", n, " and m=", m);
-  const ScalarType result = dtype.value_or(get_default_dtype());
-  int64_t nbytes = 0;
-  STRATA_CHECK_VALUE(!__builtin_mul_overflow(n, m, &nbytes) && !__builtin_mul_overflow(nbytes, element_size(result), &nbytes),
-                     "[eye] an [", n, ", ", m, "] matrix of ", result, " needs more bytes than int64 can count");
-  return result;
-}
-
-Tensor eye_m_cpu(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  Tensor out = zeros_cpu({n, m}, eye_dtype(n, m, dtype), device);
+void eye_m_out_cpu(const Tensor& out, int64_t n, int64_t m, std::optional<ScalarType> dtype,
+                   std::optional<Device> device) {
+  zeros_out_cpu(out, {n, m}, dtype, device);
   visit_dtype(out.dtype(), [&]<class T>() {
     T* data = detail::data_of<T>(out);
     for (int64_t i = 0, diagonal = std::min(n, m); i < diagonal; ++i) data[i * m + i] = detail::convert<T>(1);
   });
-  return out;
-}
-Tensor eye_m_meta(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return detail::make_empty({n, m}, eye_dtype(n, m, dtype), meta_device(device));
-}
-Tensor eye_cpu(int64_t n, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return eye_m_cpu(n, n, dtype, device);
-}
-Tensor eye_meta(int64_t n, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return eye_m_meta(n, n, dtype, device);
 }
 
 // Note [randint]
 // Integers uniform in [low, high), int64 unless a dtype is given; both bounds must fit the
 // dtype. Each value is low + (64-bit draw mod (high - low)): the modulo bias is at most
 // (high - low) / 2^64. Drawn in order under the generator's lock (Note [Random numbers]).
-ScalarType randint_dtype(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype) {
-  const ScalarType result = creation_dtype("randint", sizes, dtype, kInt64);
-  STRATA_CHECK_VALUE(low < high, "[randint] low must be less than high, got low=", low, " and high=", high);
-  visit_dtype(result, [&]<class T>() {
-    (void)detail::checked_scalar<T>(low, "randint");
-    (void)detail::checked_scalar<T>(high - 1, "randint");
-  });
-  return result;
-}
-
-Tensor randint_low_cpu(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype,
-                       std::optional<Device> device) {
-  Tensor out = detail::make_empty(sizes, randint_dtype(low, high, sizes, dtype), cpu_device(device));
+void randint_low_out_cpu(const Tensor& out, int64_t low, int64_t high, IntArrayRef, std::optional<ScalarType>,
+                         std::optional<Device>) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype(out.dtype(), [&]<class T>() {
     T* data = detail::data_of<T>(out);
@@ -311,68 +159,64 @@ Tensor randint_low_cpu(int64_t low, int64_t high, IntArrayRef sizes, std::option
     for (int64_t i = 0, n = out.numel(); i < n; ++i)
       data[i] = detail::convert<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + generator.engine() % range));
   });
-  return out;
 }
-Tensor randint_low_meta(int64_t low, int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype,
-                        std::optional<Device> device) {
-  return detail::make_empty(sizes, randint_dtype(low, high, sizes, dtype), meta_device(device));
+
+// ---------------------------------------------------------------------------------------
+// Composites: the one-bound forms forward to the general op, so a backend writes only that.
+
+Tensor arange_composite(const Scalar& end, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  static const auto op =
+      find_op("strata::arange.start_step")
+          .typed<Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Device>)>();
+  return op.call(0, end, 1, dtype, device);
 }
-Tensor randint_cpu(int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return randint_low_cpu(0, high, sizes, dtype, device);
+Tensor eye_composite(int64_t n, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  static const auto op =
+      find_op("strata::eye.m").typed<Tensor(int64_t, int64_t, std::optional<ScalarType>, std::optional<Device>)>();
+  return op.call(n, n, dtype, device);
 }
-Tensor randint_meta(int64_t high, IntArrayRef sizes, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return randint_low_meta(0, high, sizes, dtype, device);
+Tensor randint_composite(int64_t high, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  static const auto op =
+      find_op("strata::randint.low")
+          .typed<Tensor(int64_t, int64_t, IntArrayRef, std::optional<ScalarType>, std::optional<Device>)>();
+  return op.call(0, high, size, dtype, device);
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  m.def("empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, "
-        "Device? device=None) -> Tensor");
-  m.def("rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  using detail::def_structured;
+  def_structured<&shapes::empty>(m, "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::zeros>(m, "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::ones>(m, "ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::full>(
+      m, "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor", &arange_composite);
+  def_structured<&shapes::arange_start_step>(m, "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
+                                                "ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::rand>(m, "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::randn>(m, "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  def_structured<&shapes::linspace>(
+      m, "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor", &eye_composite);
+  def_structured<&shapes::eye_m>(m, "eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", &randint_composite);
+  def_structured<&shapes::randint_low>(
+      m, "randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("empty", &empty_cpu);
-  m.impl("zeros", &zeros_cpu);
-  m.impl("ones", &ones_cpu);
-  m.impl("full", &full_cpu);
-  m.impl("arange", &arange_cpu);
-  m.impl("arange.start_step", &arange_start_step_cpu);
-  m.impl("rand", &rand_cpu);
-  m.impl("randn", &randn_cpu);
-  m.impl("linspace", &linspace_cpu);
-  m.impl("eye", &eye_cpu);
-  m.impl("eye.m", &eye_m_cpu);
-  m.impl("randint", &randint_cpu);
-  m.impl("randint.low", &randint_low_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("empty", &empty_meta);
-  m.impl("zeros", &zeros_meta);
-  m.impl("ones", &ones_meta);
-  m.impl("full", &full_meta);
-  m.impl("arange", &arange_meta);
-  m.impl("arange.start_step", &arange_start_step_meta);
-  m.impl("rand", &rand_meta);
-  m.impl("randn", &randn_meta);
-  m.impl("linspace", &linspace_meta);
-  m.impl("eye", &eye_meta);
-  m.impl("eye.m", &eye_m_meta);
-  m.impl("randint", &randint_meta);
-  m.impl("randint.low", &randint_low_meta);
+  using detail::structured;
+  m.impl("empty", structured<&shapes::empty, nullptr>());
+  m.impl("zeros", structured<&shapes::zeros, &zeros_out_cpu>());
+  m.impl("ones", structured<&shapes::ones, &ones_out_cpu>());
+  m.impl("full", structured<&shapes::full, &full_out_cpu>());
+  m.impl("arange.start_step", structured<&shapes::arange_start_step, &arange_start_step_out_cpu>());
+  m.impl("rand", structured<&shapes::rand, &rand_out_cpu>());
+  m.impl("randn", structured<&shapes::randn, &randn_out_cpu>());
+  m.impl("linspace", structured<&shapes::linspace, &linspace_out_cpu>());
+  m.impl("eye.m", structured<&shapes::eye_m, &eye_m_out_cpu>());
+  m.impl("randint.low", structured<&shapes::randint_low, &randint_low_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------

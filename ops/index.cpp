@@ -5,6 +5,8 @@
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
 #include <strata/ops/op_helpers.h>
+#include <strata/ops/shapes/index.h>
+#include <strata/ops/structured.h>
 
 #include <cstring>
 #include <limits>
@@ -120,36 +122,21 @@ void check_index_values(const char* op, const I* indices, int64_t count, int64_t
 // ---------------------------------------------------------------------------------------
 // index_select and index_add.
 
-void check_index_vector(const char* op, const Tensor& self, const Tensor& index) {
-  detail::check_same_device(op, self, index);
-  STRATA_CHECK_TYPE(index.dtype() == kInt64 || index.dtype() == kInt32, "[", op,
-                    "] index must be an int64 or int32 tensor, got ", index.dtype());
-  STRATA_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got index of shape ", index.sizes());
-}
-
-struct IndexSelectShape {
-  DimVector sizes;
-  int64_t dim;
-};
-
-IndexSelectShape index_select_shape(const Tensor& self, int64_t dim, const Tensor& index) {
-  check_index_vector("index_select", self, index);
+// Copies whole rows of `inner` elements (memcpy, so every dtype is the same code) into a
+// contiguous out that does not share self's storage; any other out (index_select.out) gets a
+// contiguous result copied in.
+void index_select_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+  if (!out.is_contiguous() || out.impl()->storage() == self.impl()->storage()) {
+    const Tensor result = detail::make_empty(out.sizes(), out.dtype(), out.device());
+    index_select_out_cpu(result, self, dim, index);
+    detail::copy_kernel(out, result);
+    return;
+  }
   const int64_t d = wrap_dim(dim, self.dim(), "index_select");
-  DimVector sizes(self.sizes());
-  if (self.dim() > 0) sizes[d] = index.numel();
-  else STRATA_CHECK_INDEX(index.numel() == 1, "[index_select] a 0-d input takes one index, got index of shape ",
-                          index.sizes());
-  return {sizes, d};
-}
-
-// Copies whole rows of `inner` elements (memcpy, so every dtype is the same code).
-Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
-  const IndexSelectShape shape = index_select_shape(self, dim, index);
-  Tensor out = detail::make_empty(shape.sizes, self.dtype(), self.device());
-  const DimLayout layout = layout_around(self.sizes(), shape.dim);
+  const DimLayout layout = layout_around(self.sizes(), d);
   const int64_t count = index.numel();
   with_indices(index, [&]<class I>(const I* indices) {
-    check_index_values("index_select", indices, count, shape.dim, layout.size);
+    check_index_values("index_select", indices, count, d, layout.size);
     if (out.numel() == 0) return;
     const Tensor input = detail::as_contiguous(self);
     const int64_t row_bytes = layout.inner * self.element_size();
@@ -166,35 +153,14 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
     if (out.numel() <= kDefaultGrainSize) copy_rows(0, rows);
     else parallel_for(0, rows, std::max<int64_t>(1, kDefaultGrainSize / layout.inner), copy_rows);
   });
-  return out;
-}
-
-Tensor index_select_meta(const Tensor& self, int64_t dim, const Tensor& index) {
-  return detail::make_empty(index_select_shape(self, dim, index).sizes, self.dtype(), self.device());
-}
-
-int64_t index_add_shape(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
-  check_index_vector("index_add", self, index);
-  detail::check_same_device("index_add", self, source);
-  STRATA_CHECK_TYPE(self.dtype() == source.dtype(), "[index_add] self (", self.dtype(), ") and source (",
-                    source.dtype(), ") must have the same dtype");
-  const int64_t d = wrap_dim(dim, self.dim(), "index_add");
-  DimVector expected(self.sizes());
-  if (self.dim() > 0) expected[d] = index.numel();
-  const bool matches = source.sizes() == expected.ref() || (source.numel() == 1 && expected.ref().size() <= 1 &&
-                                                            index.numel() == 1);
-  STRATA_CHECK_VALUE(matches, "[index_add] source of shape ", source.sizes(), " does not match self of shape ",
-                     self.sizes(), " with dimension ", d, " replaced by the ", index.numel(), " indices (expected ",
-                     expected.ref(), ")");
-  return d;
 }
 
 // out = self; out[..., index[i], ...] += alpha * source[..., i, ...], duplicates accumulating.
 // Threads split the outer rows and the inner columns, never the indices, so no two threads
-// add into the same element.
-Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
-  const int64_t d = index_add_shape(self, dim, index, source);
-  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
+// add into the same element. out is fresh and contiguous (no in-place or out= variant).
+void index_add_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                       const Scalar& alpha) {
+  const int64_t d = wrap_dim(dim, self.dim(), "index_add");
   detail::copy_kernel(out, self);
   const DimLayout layout = layout_around(self.sizes(), d);
   const int64_t count = index.numel();
@@ -228,12 +194,6 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
       else parallel_for(0, tasks, std::max<int64_t>(1, kDefaultGrainSize / work_per_task), add_block);
     });
   });
-  return out;
-}
-
-Tensor index_add_meta(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar&) {
-  index_add_shape(self, dim, index, source);
-  return detail::make_empty(self.sizes(), self.dtype(), self.device());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -254,24 +214,6 @@ struct GatherWalk {
 };
 
 DimVector nonempty(IntArrayRef values, int64_t fill) { return values.empty() ? DimVector{fill} : DimVector(values); }
-
-void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index, const Tensor* src) {
-  detail::check_same_device(op, self, index);
-  STRATA_CHECK_TYPE(index.dtype() == kInt64, "[", op, "] expected an int64 index, got ", index.dtype());
-  const DimVector self_sizes = nonempty(self.sizes(), 1), index_sizes = nonempty(index.sizes(), 1);
-  STRATA_CHECK_VALUE(index_sizes.size() == self_sizes.size(), "[", op, "] index of shape ", index.sizes(),
-                     " must have the same number of dimensions as self of shape ", self.sizes());
-  for (size_t k = 0; k < index_sizes.size(); ++k)
-    STRATA_CHECK_VALUE(static_cast<int64_t>(k) == d || index_sizes[k] <= self_sizes[k], "[", op, "] index of shape ",
-                       index.sizes(), " is larger than self of shape ", self.sizes(), " in dimension ", k);
-  if (!src) return;
-  const DimVector src_sizes = nonempty(src->sizes(), 1);
-  STRATA_CHECK_VALUE(src_sizes.size() == index_sizes.size(), "[", op, "] index of shape ", index.sizes(),
-                     " must have the same number of dimensions as src of shape ", src->sizes());
-  for (size_t k = 0; k < index_sizes.size(); ++k)
-    STRATA_CHECK_VALUE(index_sizes[k] <= src_sizes[k], "[", op, "] index of shape ", index.sizes(),
-                       " is larger than src of shape ", src->sizes(), " in dimension ", k);
-}
 
 GatherWalk gather_walk(const Tensor& self, int64_t d, const Tensor& index, const Tensor& other) {
   GatherWalk walk{nonempty(index.sizes(), 1), nonempty(self.strides(), 1), nonempty(index.strides(), 1),
@@ -316,12 +258,11 @@ int64_t checked_position(const char* op, int64_t value, const GatherWalk& walk, 
   return value;
 }
 
-Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+// The index values are checked here, as each position is read (shapes::gather checked the rest).
+void gather_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
   (void)sparse_grad;  // gradients are always dense here
+  if (out.numel() == 0) return;
   const int64_t d = wrap_dim(dim, self.dim(), "gather");
-  check_gather_shapes("gather", self, d, index, nullptr);
-  Tensor out = detail::make_empty(index.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
   const GatherWalk walk = gather_walk(self, d, index, out);
   visit_dtype(self.dtype(), [&]<class T>() {
     const T* input = detail::data_of<T>(self);
@@ -335,23 +276,13 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool spa
     };
     detail::run_chunked(out.numel(), body);
   });
-  return out;
-}
-
-Tensor gather_meta(const Tensor& self, int64_t dim, const Tensor& index, bool) {
-  check_gather_shapes("gather", self, wrap_dim(dim, self.dim(), "gather"), index, nullptr);
-  return detail::make_empty(index.sizes(), self.dtype(), self.device());
 }
 
 // Serial: positions that differ only along dim may add into the same element.
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+void scatter_add_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t d = wrap_dim(dim, self.dim(), "scatter_add");
-  check_gather_shapes("scatter_add", self, d, index, &src);
-  STRATA_CHECK_TYPE(self.dtype() == src.dtype(), "[scatter_add] self (", self.dtype(), ") and src (", src.dtype(),
-                    ") must have the same dtype");
-  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
   detail::copy_kernel(out, self);
-  if (index.numel() == 0) return out;
+  if (index.numel() == 0) return;
   const GatherWalk walk = gather_walk(out, d, index, src);
   visit_dtype(self.dtype(), [&]<class T>() {
     using C = compute_type_t<T>;
@@ -363,36 +294,14 @@ Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, con
       target = static_cast<T>(detail::wrapping_add(static_cast<C>(target), static_cast<C>(source[src_offset])));
     });
   });
-  return out;
-}
-
-Tensor scatter_add_meta(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_gather_shapes("scatter_add", self, wrap_dim(dim, self.dim(), "scatter_add"), index, &src);
-  STRATA_CHECK_TYPE(self.dtype() == src.dtype(), "[scatter_add] self (", self.dtype(), ") and src (", src.dtype(),
-                    ") must have the same dtype");
-  return detail::make_empty(self.sizes(), self.dtype(), self.device());
 }
 
 // ---------------------------------------------------------------------------------------
 // masked_fill: self and mask broadcast together; the value converts to self's dtype.
 
-DimVector masked_fill_shape(const Tensor& self, const Tensor& mask) {
-  detail::check_same_device("masked_fill", self, mask);
-  STRATA_CHECK_TYPE(mask.dtype() == kBool, "[masked_fill] expected a bool mask, got a ", mask.dtype(),
-                    " mask of shape ", mask.sizes());
-  return broadcast_shapes(self.sizes(), mask.sizes(), "masked_fill");
-}
-
-void check_value_tensor(const Tensor& self, const Tensor& value) {
-  detail::check_same_device("masked_fill", self, value);
-  STRATA_CHECK_VALUE(value.dim() == 0, "[masked_fill] only supports a 0-dimensional value tensor, got value of shape ",
-                     value.sizes());
-}
-
-Tensor masked_fill_compute(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  Tensor out = detail::make_empty(masked_fill_shape(self, mask), self.dtype(), self.device());
+void masked_fill_compute(const Tensor& out, const Tensor& self, const Tensor& mask, const Scalar& value) {
   detail::copy_kernel(out, self);
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const DimVector mask_strides = detail::broadcast_strides(out.sizes(), mask);
   visit_dtype(out.dtype(), [&]<class T>() {
     const T fill = static_cast<T>(detail::checked_scalar<T>(value, "masked_fill"));
@@ -405,41 +314,34 @@ Tensor masked_fill_compute(const Tensor& self, const Tensor& mask, const Scalar&
                               *reinterpret_cast<T*>(p[0] + i * s[0]) = fill;
                         });
   });
-  return out;
 }
 
-Tensor masked_fill_scalar_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  return masked_fill_compute(self, mask, value);
+void masked_fill_scalar_out_cpu(const Tensor& out, const Tensor& self, const Tensor& mask, const Scalar& value) {
+  masked_fill_compute(out, self, mask, value);
 }
-Tensor masked_fill_scalar_meta(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  const DimVector sizes = masked_fill_shape(self, mask);
-  visit_dtype(self.dtype(), [&]<class T>() { (void)detail::checked_scalar<T>(value, "masked_fill"); });
-  return detail::make_empty(sizes, self.dtype(), self.device());
-}
-Tensor masked_fill_tensor_cpu(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  check_value_tensor(self, value);
-  return masked_fill_compute(self, mask, detail::read_scalar(value));
-}
-Tensor masked_fill_tensor_meta(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  check_value_tensor(self, value);
-  return detail::make_empty(masked_fill_shape(self, mask), self.dtype(), self.device());
+void masked_fill_tensor_out_cpu(const Tensor& out, const Tensor& self, const Tensor& mask, const Tensor& value) {
+  masked_fill_compute(out, self, mask, detail::read_scalar(value));
 }
 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
+  using detail::def_structured, detail::def_structured_out;
   m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)");
   m.def("slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) "
         "-> Tensor");
   m.def("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)");
   m.def("select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor");
   m.def("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)", &narrow_composite);
-  m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor");
-  m.def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor");
-  m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor");
-  m.def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor");
-  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
-  m.def("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor");
+  def_structured<&shapes::index_select>(m, "index_select(Tensor self, int dim, Tensor index) -> Tensor");
+  def_structured_out<&shapes::index_select, "index_select.out">(
+      m, "index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)");
+  def_structured<&shapes::index_add>(
+      m, "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor");
+  def_structured<&shapes::gather>(m, "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor");
+  def_structured<&shapes::scatter_add>(m, "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor");
+  def_structured<&shapes::masked_fill_scalar>(m, "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
+  def_structured<&shapes::masked_fill_tensor>(m, "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
@@ -450,21 +352,14 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("index_select", &index_select_cpu);
-  m.impl("index_add", &index_add_cpu);
-  m.impl("gather", &gather_cpu);
-  m.impl("scatter_add", &scatter_add_cpu);
-  m.impl("masked_fill.Scalar", &masked_fill_scalar_cpu);
-  m.impl("masked_fill.Tensor", &masked_fill_tensor_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("index_select", &index_select_meta);
-  m.impl("index_add", &index_add_meta);
-  m.impl("gather", &gather_meta);
-  m.impl("scatter_add", &scatter_add_meta);
-  m.impl("masked_fill.Scalar", &masked_fill_scalar_meta);
-  m.impl("masked_fill.Tensor", &masked_fill_tensor_meta);
+  using detail::structured, detail::structured_out;
+  m.impl("index_select", structured<&shapes::index_select, &index_select_out_cpu>());
+  m.impl("index_select.out", structured_out<&shapes::index_select, &index_select_out_cpu, "index_select.out">());
+  m.impl("index_add", structured<&shapes::index_add, &index_add_out_cpu>());
+  m.impl("gather", structured<&shapes::gather, &gather_out_cpu>());
+  m.impl("scatter_add", structured<&shapes::scatter_add, &scatter_add_out_cpu>());
+  m.impl("masked_fill.Scalar", structured<&shapes::masked_fill_scalar, &masked_fill_scalar_out_cpu>());
+  m.impl("masked_fill.Tensor", structured<&shapes::masked_fill_tensor, &masked_fill_tensor_out_cpu>());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -703,6 +598,14 @@ Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value) 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
   static const auto op = find_op("strata::masked_fill.Tensor").typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
   return op.call(self, mask, value);
+}
+
+// out= variant (LibTorch's at::index_select_out order: out first).
+const Tensor& index_select_out(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+  static const auto op =
+      find_op("strata::index_select.out").typed<Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&)>();
+  op.call(self, dim, index, out);
+  return out;
 }
 
 }  // namespace strata

@@ -361,6 +361,8 @@ tensor_list split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_
 tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
 // Type promotion across the inputs; 1-d tensors of shape [0] are skipped, as in PyTorch.
 Tensor cat(const tensor_list& tensors, int64_t dim = 0);
+// cat into `out` (resized if it has no elements; not differentiable), as LibTorch's at::cat_out.
+const Tensor& cat_out(const Tensor& out, const tensor_list& tensors, int64_t dim = 0);
 Tensor stack(const tensor_list& tensors, int64_t dim = 0);
 // A view of self's storage with the given geometry (ops/view.cpp); storage_offset defaults to
 // self's. Differentiable; the gradient sums where the geometry overlaps itself.
@@ -373,6 +375,8 @@ Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<int64_t> start =
 Tensor select(const Tensor& self, int64_t dim, int64_t index);
 Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length);
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index);
+// index_select into `out` (resized if it has no elements; not differentiable).
+const Tensor& index_select_out(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad = false);
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);

@@ -1,10 +1,13 @@
 // Shape ops and copies: view, reshape, flatten, transpose, permute, expand, squeeze,
 // unsqueeze, split_with_sizes / split / chunk (views share storage and so the version
-// counter), cat and stack, contiguous, clone, copy_, and _to_copy behind Tensor::to.
+// counter), cat (and cat.out) and stack, contiguous, clone, copy_, and _to_copy behind
+// Tensor::to. The shape functions of cat and clone are in shapes/shape.h.
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/copy.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/shapes/shape.h>
+#include <strata/ops/structured.h>
 #include <strata/tensor/device_hooks.h>
 
 #include <optional>
@@ -206,73 +209,22 @@ tensor_list split_with_sizes_kernel(const Tensor& self, IntArrayRef split_sizes,
 }
 
 // ---------------------------------------------------------------------------------------
-// cat: shape function, CPU and Meta kernels.
+// cat: CPU compute (the shape function is shapes::cat). Each kept input is copied into its
+// slab of out, which may be strided or a view (cat.out).
 
-// Note [Legacy empty tensors in cat]
-// Like PyTorch, cat skips 1-d tensors of shape [0] whatever the other shapes are (they still
-// take part in type promotion), so `cat({empty({0}), x})` works for any x. Every other input
-// must have the first kept input's number of dims and match its sizes outside `dim`. When
-// every input is skipped the result has shape [0].
-bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
-
-struct CatShape {
-  DimVector sizes;
-  ScalarType dtype;
-  int64_t dim;  // wrapped
-};
-
-void check_cat_input(const Tensor& reference, const Tensor& t, size_t index, int64_t dim) {
-  STRATA_CHECK_VALUE(t.dim() == reference.dim(), "[cat] tensors must have the same number of dimensions: got ",
-                     reference.sizes(), " and ", t.sizes(), " (tensor ", index, ")");
-  for (int64_t k = 0; k < t.dim(); ++k)
-    STRATA_CHECK_VALUE(k == dim || t.sizes()[k] == reference.sizes()[k],
-                       "[cat] sizes of tensors must match except in dimension ", dim, ": expected size ",
-                       reference.sizes()[k], " but got size ", t.sizes()[k], " in dimension ", k, " for tensor ",
-                       index, " of shape ", t.sizes(), " (first kept tensor has shape ", reference.sizes(), ")");
-}
-
-CatShape cat_shape(const tensor_list& tensors, int64_t dim) {
-  STRATA_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
-  const Tensor* reference = nullptr;
-  ScalarType dtype = tensors[0].dtype();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    STRATA_CHECK_VALUE(t.dim() > 0, "[cat] zero-dimensional tensor (at position ", i, ") cannot be concatenated");
-    detail::check_same_device("cat", tensors[0], t);
-    dtype = promote_types(dtype, t.dtype());
-    if (!reference && !skipped_in_cat(t)) reference = &t;
-  }
-  if (!reference) return {DimVector{0}, dtype, 0};  // See Note [Legacy empty tensors in cat]
-  const int64_t d = wrap_dim(dim, reference->dim(), "cat");
-  DimVector sizes(reference->sizes());
-  sizes[d] = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (skipped_in_cat(tensors[i])) continue;
-    check_cat_input(*reference, tensors[i], i, d);
-    sizes[d] += tensors[i].sizes()[d];
-  }
-  return {sizes, dtype, d};
-}
-
-Tensor cat_cpu(const tensor_list& tensors, int64_t dim) {
-  const CatShape shape = cat_shape(tensors, dim);
-  Tensor out = detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
-  if (out.numel() == 0) return out;
-  DimVector sizes = shape.sizes;
+void cat_out_cpu(const Tensor& out, const tensor_list& tensors, int64_t dim) {
+  if (out.numel() == 0) return;
+  const int64_t d = shapes::cat_dim(tensors, dim);
+  DimVector sizes(out.sizes());
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
-    if (skipped_in_cat(t)) continue;
-    sizes[shape.dim] = t.sizes()[shape.dim];
+    if (shapes::skipped_in_cat(t)) continue;
+    sizes[d] = t.sizes()[d];
     if (t.numel() > 0)
-      detail::copy_kernel(detail::make_view(out, sizes, out.strides(), offset * out.strides()[shape.dim]), t);
-    offset += sizes[shape.dim];
+      detail::copy_kernel(
+          detail::make_view(out, sizes, out.strides(), out.storage_offset() + offset * out.strides()[d]), t);
+    offset += sizes[d];
   }
-  return out;
-}
-
-Tensor cat_meta(const tensor_list& tensors, int64_t dim) {
-  const CatShape shape = cat_shape(tensors, dim);
-  return detail::make_empty(shape.sizes, shape.dtype, tensors[0].device());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -346,53 +298,25 @@ Tensor stack_composite(const tensor_list& tensors, int64_t dim) {
 // ---------------------------------------------------------------------------------------
 // Copies.
 
-Tensor clone_cpu(const Tensor& self) {
-  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
-  detail::copy_kernel(out, self);
-  return out;
-}
-Tensor clone_meta(const Tensor& self) { return detail::make_empty(self.sizes(), self.dtype(), self.device()); }
+void clone_out_cpu(const Tensor& out, const Tensor& self) { detail::copy_kernel(out, self); }
 
-void check_copy_shapes(const Tensor& self, const Tensor& src) {
-  const DimVector broadcast = broadcast_shapes(self.sizes(), src.sizes(), "copy_");
-  STRATA_CHECK_VALUE(broadcast.ref() == self.sizes(), "[copy_] src of shape ", src.sizes(),
-                     " cannot be broadcast to self of shape ", self.sizes());
-  detail::check_no_internal_overlap("copy_", self);
-  detail::check_no_partial_overlap("copy_", self, src);
-}
-
-// Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks shapes. A src on
+// Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks. A src on
 // another device (reached when a backend leaves copy_ to the CPU kernel) takes the one
-// cross-device path.
+// cross-device path. Same checks as the derived Meta kernel (Note [Structured ops]).
 Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
-  check_copy_shapes(self, src);
-  if (!self.is_meta()) {
-    STRATA_CHECK(!src.is_meta(), "[copy_] cannot copy from a meta tensor to ", self.device(),
-                 ": meta tensors have no data");
-    if (src.device() != self.device()) detail::copy_across_devices(self, src, non_blocking);
-    else detail::copy_kernel(self, src);  // CPU copies are synchronous
-  }
+  static constexpr auto checks = detail::structured_in_place<&shapes::copy_, nullptr, "copy_", nullptr>();
+  checks(self, src, non_blocking);
+  if (self.is_meta()) return self;
+  if (src.device() != self.device()) detail::copy_across_devices(self, src, non_blocking);
+  else detail::copy_kernel(self, src);  // CPU copies are synchronous
   return self;
-}
-Tensor copy_meta(const Tensor& self, const Tensor& src, bool non_blocking) {
-  (void)non_blocking;
-  check_copy_shapes(self, src);
-  return self;
-}
-
-// Checked before allocating, so x.to(kCUDA) without a backend names what is missing.
-void check_backend_loaded(Device device) {
-  if (!device.is_cpu() && !device.is_meta()) detail::require_device_hooks(device.type(), "_to_copy");
 }
 
 Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
                    bool non_blocking) {
-  const Device target = device.value_or(self.device());
-  check_backend_loaded(target);
-  Tensor out = detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), target);
-  if (target.is_meta()) return out;
-  STRATA_CHECK(!self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target, ": meta tensors have no data");
-  if (target != self.device()) detail::copy_across_devices(out, self, non_blocking);
+  Tensor out = detail::empty_from_meta(shapes::to_copy(self, dtype, device, non_blocking));
+  if (out.is_meta()) return out;
+  if (out.device() != self.device()) detail::copy_across_devices(out, self, non_blocking);
   else detail::copy_kernel(out, self);
   return out;
 }
@@ -400,20 +324,11 @@ Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::opt
 // loaded, which then gets a clear error): allocate on the target, then the target's copy_.
 Tensor to_copy_composite(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
                          bool non_blocking) {
-  const Device target = device.value_or(self.device());
-  check_backend_loaded(target);
-  Tensor out = detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), target);
-  if (target.is_meta()) return out;
-  STRATA_CHECK(!self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target, ": meta tensors have no data");
+  Tensor out = detail::empty_from_meta(shapes::to_copy(self, dtype, device, non_blocking));
+  if (out.is_meta()) return out;
   static const auto copy_op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
   copy_op.call(out, self, non_blocking);
   return out;
-}
-Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
-                    bool non_blocking) {
-  (void)non_blocking;
-  check_backend_loaded(device.value_or(self.device()));
-  return detail::make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()));
 }
 
 }  // namespace
@@ -482,6 +397,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 }  // namespace detail
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
+  using detail::def_structured, detail::def_structured_in_place, detail::def_structured_out;
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
@@ -494,12 +410,14 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]");
   m.def("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]", &split_composite);
   m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", &chunk_composite);
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
+  def_structured<&shapes::cat>(m, "cat(Tensor[] tensors, int dim=0) -> Tensor");
+  def_structured_out<&shapes::cat, "cat.out">(m, "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", &stack_composite);
   m.def("contiguous(Tensor(a) self) -> Tensor(a)", &contiguous_composite);
-  m.def("clone(Tensor self) -> Tensor");
-  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
-  m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor");
+  def_structured<&shapes::clone>(m, "clone(Tensor self) -> Tensor");
+  def_structured_in_place<&shapes::copy_, "copy_">(m, "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
+  def_structured<&shapes::to_copy>(
+      m, "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
@@ -515,17 +433,12 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("clone", &clone_cpu);
-  m.impl("cat", &cat_cpu);
+  using detail::structured, detail::structured_out;
+  m.impl("clone", structured<&shapes::clone, &clone_out_cpu>());
+  m.impl("cat", structured<&shapes::cat, &cat_out_cpu>());
+  m.impl("cat.out", structured_out<&shapes::cat, &cat_out_cpu, "cat.out">());
   m.impl("copy_", &copy_cpu);
   m.impl("_to_copy", &to_copy_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, Meta, m) {
-  m.impl("clone", &clone_meta);
-  m.impl("cat", &cat_meta);
-  m.impl("copy_", &copy_meta);
-  m.impl("_to_copy", &to_copy_meta);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -703,11 +616,10 @@ Tensor cat_autograd(const tensor_list& tensors, int64_t dim) {
   }
   if (!record) return out;
   auto node = std::make_shared<CatBackward>();
-  const CatShape shape = cat_shape(tensors, dim);
-  node->dim = shape.dim;
+  node->dim = shapes::cat_dim(tensors, dim);
   for (const Tensor& t : tensors) {
     autograd::detail::collect_input(node->inputs, node->mutable_next_edges(), t);
-    node->lengths.push_back(skipped_in_cat(t) ? -1 : t.sizes()[shape.dim]);
+    node->lengths.push_back(shapes::skipped_in_cat(t) ? -1 : t.sizes()[node->dim]);
   }
   node->add_output_metadata(out);
   autograd::detail::set_history(out, node, 0);
@@ -784,6 +696,11 @@ tensor_list chunk(const Tensor& self, int64_t chunks, int64_t dim) {
 Tensor cat(const tensor_list& tensors, int64_t dim) {
   static const auto op = find_op("strata::cat").typed<Tensor(const tensor_list&, int64_t)>();
   return op.call(tensors, dim);
+}
+const Tensor& cat_out(const Tensor& out, const tensor_list& tensors, int64_t dim) {
+  static const auto op = find_op("strata::cat.out").typed<Tensor(const tensor_list&, int64_t, const Tensor&)>();
+  op.call(tensors, dim, out);
+  return out;
 }
 Tensor stack(const tensor_list& tensors, int64_t dim) {
   static const auto op = find_op("strata::stack").typed<Tensor(const tensor_list&, int64_t)>();

@@ -64,11 +64,15 @@ void prepare_out(const char* op, const Tensor& out, const TensorMeta& meta) {
 void out_variant_autograd(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   if (is_grad_enabled()) {
     const size_t arguments = op.schema().arguments.size();
-    for (size_t i = stack.size() - arguments; i < stack.size(); ++i) {
-      if (!stack[i].is_tensor()) continue;
-      STRATA_CHECK(!autograd::detail::requires_grad(stack[i].to_tensor()), "[", op.name(),
+    const auto check = [&](const Tensor& t) {
+      STRATA_CHECK(!autograd::detail::requires_grad(t), "[", op.name(),
                    "] functions with out=... arguments don't support automatic differentiation, but one of the "
                    "arguments requires grad; call the functional form, or run under NoGradGuard");
+    };
+    for (size_t i = stack.size() - arguments; i < stack.size(); ++i) {
+      if (stack[i].is_tensor()) check(stack[i].to_tensor());
+      else if (stack[i].is_tensor_list())  // cat.out's inputs
+        for (const Tensor& t : stack[i].to_tensor_list()) check(t);
     }
   }
   ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);

@@ -2,6 +2,8 @@
 // functions and tensor().
 #include "op_test_util.h"
 
+#include <strata/ops/structured.h>
+
 using namespace strata;
 using strata::testing::check_meta_matches;
 using strata::testing::check_values;
@@ -299,4 +301,20 @@ TEST_CASE("creation: int8 and int16 in every factory") {
   CHECK(drawn.max().item<int64_t>() < 5);
   expect_error<ValueError>([] { (void)full({1}, 128, kInt8); }, "[full] value 128 cannot be converted to type Int8");
   expect_error<ValueError>([] { (void)full({1}, 40000, kInt16); }, "[full]", {"Int16"});
+}
+
+TEST_CASE("creation: arange(end), eye(n) and randint(high) forward to the general forms on every backend") {
+  for (const char* name : {"strata::arange", "strata::eye", "strata::randint"}) {
+    INFO(name);
+    CHECK_FALSE(find_op(name).has_kernel_for(DispatchKey::CPU));
+    CHECK_FALSE(find_op(name).has_kernel_for(DispatchKey::Meta));
+  }
+  for (const char* name : {"strata::empty", "strata::zeros", "strata::full", "strata::arange.start_step",
+                           "strata::eye.m", "strata::randint.low", "strata::linspace", "strata::rand"})
+    CHECK(detail::has_derived_meta(name));
+  check_meta_matches(eye(3, kMeta), eye(3));
+  check_values(arange(3, kInt32), {3}, kInt32, {0, 1, 2});
+  expect_error<ValueError>([] { (void)randint(0, {2}, kMeta); }, "[randint] low must be less than high");
+  expect_error<ValueError>([] { (void)randint(300, {2}, TensorOptions(kUInt8).device(kMeta)); }, "[randint]",
+                           {"UInt8"});
 }

@@ -93,6 +93,35 @@ TEST_CASE("index_select: rows of any dtype, repeated indices") {
                            "[index_select] index must be 0-d or 1-d, got index of shape [1, 1]");
 }
 
+TEST_CASE("index_select_out: resized, strided, aliasing and meta outs; index values still checked") {
+  Tensor m = arange(12, kInt64).view({3, 4});
+  Tensor rows = tensor({2, 0});
+  Tensor out = empty({0}, kInt64);
+  const Tensor& result = index_select_out(out, m, 0, rows);
+  CHECK(result.is_same(out));
+  check_values(out, {2, 4}, kInt64, {8, 9, 10, 11, 0, 1, 2, 3});
+  // A transposed (non-contiguous) float32 out.
+  Tensor strided = zeros({4, 2}).t();
+  index_select_out(strided, m, 0, rows);
+  check_values(strided, {2, 4}, kFloat32, {8, 9, 10, 11, 0, 1, 2, 3});
+  // out may be self itself (the same geometry): the rows are read before any is written.
+  Tensor x = arange(4, kFloat32);
+  index_select_out(x, x, 0, tensor({3, 2, 1, 0}));
+  check_values(x, {4}, kFloat32, {3, 2, 1, 0});
+  Tensor meta = empty({0}, kMeta);
+  index_select_out(meta, m.to(kMeta), 1, rows.to(kMeta));
+  CHECK(meta.sizes() == IntArrayRef{3, 2});
+  expect_error<IndexError>([&] { index_select_out(empty({0}, kInt64), m, 0, tensor({3})); },
+                           "[index_select] index 3 is out of bounds for dimension 0 with size 3");
+  expect_error<ValueError>([&] { index_select_out(zeros({3}, kInt64), m, 0, rows); },
+                           "[index_select.out] out has shape [3] but the result has shape [2, 4]");
+  expect_error<Error>([&] { index_select_out(zeros({2, 4}, kInt32).to(kBool), m.to(kFloat32), 0, rows); },
+                      "[index_select.out] result type Float32 can't be cast");
+  Tensor w = ones({3}).requires_grad_();
+  expect_error<Error>([&] { index_select_out(empty({0}), w, 0, rows); }, "[strata::index_select.out]",
+                      {"out=", "requires grad"});
+}
+
 TEST_CASE("index_add: duplicates accumulate, alpha scales") {
   Tensor base = zeros({3, 2});
   Tensor source = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {3, 2});

@@ -1,18 +1,21 @@
 // The op table (op_table.h) run on every backend present: forward values and gradients against
 // the CPU in float64, Meta against the CPU for sizes, strides and dtypes, backward on Meta, the
-// dtypes each entry claims, and a registry check that every public op has an entry.
+// dtypes each entry claims, the out= variants (op_table_out.h), and a registry check that
+// every public op has an entry.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "op_table.h"
 #include "op_table_entries.h"
 #include "op_table_entries_2.h"
 #include "op_table_entries_3.h"
+#include "op_table_out.h"
 #include "op_test_util.h"
 
 namespace strata::optable {
@@ -482,6 +485,112 @@ TEST_CASE("op table: each entry supports exactly the dtypes it lists") {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// out= variants (op_table_out.h).
+
+const OpEntry& entry_named(const std::string& name) {
+  for (const OpEntry& entry : op_table())
+    if (entry.name == name) return entry;
+  throw std::runtime_error("no op table entry " + name);
+}
+
+// The sample's inputs as the op sees them, on `device`.
+tensor_list inputs_of(const Sample& s, Device device) {
+  const tensor_list bases = bases_of(s, device, false);
+  tensor_list inputs;
+  for (size_t i = 0; i < s.args.size(); ++i) inputs.push_back(layout_view(bases[i], s.args[i].layout, s.args[i].sizes));
+  return inputs;
+}
+
+// An out of `like`'s sizes and dtype with other strides than a fresh tensor (the last two
+// dims swapped in memory), so an out= call that reallocated it would show.
+Tensor strided_like(const Tensor& like) {
+  if (like.dim() < 2) return empty(like.sizes(), like.options());
+  std::vector<int64_t> sizes(like.sizes().begin(), like.sizes().end());
+  std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+  return empty(sizes, like.options()).transpose(-2, -1);
+}
+
+TEST_CASE("op table: out= variants give the functional result, into an empty out or a strided one, on every backend and Meta") {
+  int checked = 0;
+  for (const OutVariant& v : out_variants()) {
+    const OpEntry& entry = entry_named(v.functional);
+    const int before = checked;
+    std::vector<Device> devices = backends();
+    devices.emplace_back(kMeta);
+    for (ScalarType dtype : entry.dtypes) {
+      for (const Sample& s : samples_of(entry, dtype)) {
+        for (Device device : devices) {
+          const tensor_list in = inputs_of(s, device);
+          Tensor expected;
+          try {
+            expected = v.call(in);
+          } catch (const std::exception&) {
+            continue;  // arguments the functional form refuses (cat of shapes that differ on dim 0...)
+          }
+          const std::string context = v.name + " on the args of " + where_(entry, dtype, s, device);
+          INFO(context);
+          Tensor out = empty({0}, expected.options());
+          if (!guarded(context + " into an empty out", [&] { v.call_out(out, in); })) continue;
+          CHECK(out.dtype() == expected.dtype());
+          CHECK(out.device() == device);
+          CHECK(out.sizes() == expected.sizes());
+          if (!device.is_meta()) CHECK_MESSAGE(compare_values(out, expected, {0, 0}) == "", compare_values(out, expected, {0, 0}));
+
+          Tensor strided = strided_like(expected);
+          const std::vector<int64_t> strides(strided.strides().begin(), strided.strides().end());
+          if (!guarded(context + " into a strided out", [&] { v.call_out(strided, in); })) continue;
+          CHECK(strided.strides() == IntArrayRef(strides));
+          if (!device.is_meta()) {
+            const std::string mismatch = compare_values(strided, expected, tolerance_for({dtype}, entry.tolerance_scale));
+            CHECK_MESSAGE(mismatch == "", mismatch);
+          }
+          ++checked;
+        }
+      }
+    }
+    CHECK_MESSAGE(checked > before, v.name << " ran on none of " << v.functional << "'s samples");
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("op table: out= variants refuse inputs requiring grad, and an out the result cannot be cast to") {
+  int checked = 0;
+  for (const OutVariant& v : out_variants()) {
+    const OpEntry& entry = entry_named(v.functional);
+    const int before = checked;
+    for (ScalarType dtype : entry.dtypes) {
+      if (!is_floating_point(dtype)) continue;
+      for (const Sample& s : samples_of(entry, dtype)) {
+        const tensor_list in = inputs_of(s, Device(kCPU));
+        Tensor expected;
+        try {
+          expected = v.call(in);
+        } catch (const std::exception&) {
+          continue;
+        }
+        INFO(v.name << " on the args of " << where_(entry, dtype, s, Device(kCPU)));
+        tensor_list tracked = in;
+        for (Tensor& t : tracked)
+          if (t.is_floating_point()) t = t.detach().requires_grad_();
+        Tensor out = empty({0}, expected.options());
+        CHECK_THROWS_WITH_AS(v.call_out(out, tracked), doctest::Contains("don't support automatic differentiation"), Error);
+        {
+          NoGradGuard no_grad;
+          CHECK_NOTHROW(v.call_out(out, tracked));
+          CHECK(!out.requires_grad());
+        }
+        if (expected.is_floating_point()) {
+          Tensor integral = empty(expected.sizes(), kInt64);
+          CHECK_THROWS_AS(v.call_out(integral, in), Error);
+        }
+        ++checked;
+      }
+    }
+    CHECK_MESSAGE(checked > before, v.name << " was checked on no floating sample");
+  }
+}
+
 TEST_CASE("op table: every public op has an entry, or is covered by one") {
   std::map<std::string, const OpEntry*> entries;
   for (const OpEntry& entry : op_table()) {
@@ -497,6 +606,13 @@ TEST_CASE("op table: every public op has an entry, or is covered by one") {
     CHECK_MESSAGE(!entries.count(c.name), c.name << " has an entry and is also listed as covered");
     CHECK_MESSAGE(entries.count(c.covered_by), c.name << " is covered by " << c.covered_by << ", which has no entry");
     covered.insert(c.name);
+  }
+  for (const OutVariant& v : out_variants()) {
+    INFO("out= variant " << v.name);
+    CHECK(has_op(v.name));
+    CHECK_MESSAGE((!entries.count(v.name) && !covered.count(v.name)), v.name << " is listed twice");
+    CHECK_MESSAGE(entries.count(v.functional), v.name << " runs on " << v.functional << "'s samples, which has no entry");
+    covered.insert(v.name);
   }
   int public_ops = 0;
   for (const std::string& name : registered_ops()) {

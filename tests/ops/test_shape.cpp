@@ -369,3 +369,41 @@ TEST_CASE("shape: cat promotes int8 with int16; conversions to and from int8 and
   printed << i16;
   CHECK(printed.str() == "tensor([-300], dtype=int16)");
 }
+
+TEST_CASE("cat_out: an empty out is resized; strided and offset outs are filled in place") {
+  Tensor a = arange(4, kInt32).view({2, 2});
+  Tensor out = empty({0}, kInt32);
+  const Tensor& result = cat_out(out, {a, a}, 1);
+  CHECK(result.is_same(out));
+  check_values(out, {2, 4}, kInt32, {0, 1, 0, 1, 2, 3, 2, 3});
+  // A view at a storage offset, strided: columns 1..2 of a [4, 3] matrix, and a cast to float32.
+  Tensor big = zeros({4, 3});
+  const uint32_t version = big.version();
+  cat_out(big.slice(1, 1, 3), {a, a + 4});
+  check_values(big, {4, 3}, kFloat32, {0, 0, 1, 0, 2, 3, 0, 4, 5, 0, 6, 7});
+  CHECK(big.version() > version);
+  Tensor doubles = empty({3}, kFloat64);
+  cat_out(doubles, {tensor({1, 2}), zeros({0}, kInt8), tensor({3.5f})});  // promotes to float32, stored as float64
+  check_values(doubles, {3}, kFloat64, {1, 2, 3.5});
+  Tensor meta = empty({0}, kMeta);
+  cat_out(meta, {a.to(kMeta), a.to(kMeta)}, -1);
+  CHECK(meta.sizes() == IntArrayRef{2, 4});
+  CHECK(meta.is_meta());
+}
+
+TEST_CASE("cat_out: shape, dtype, device and autograd errors") {
+  Tensor a = arange(4, kFloat32).view({2, 2});
+  expect_error<ValueError>([&] { cat_out(zeros({3, 2}), {a, a}); },
+                           "[cat.out] out has shape [3, 2] but the result has shape [4, 2]");
+  expect_error<Error>([&] { cat_out(zeros({4, 2}, kInt64), {a, a}); }, "[cat.out] result type Float32 can't be cast");
+  expect_error<Error>([&] { cat_out(empty({4, 2}, kMeta), {a, a}); }, "[cat.out] expected out on cpu");
+  expect_error<ValueError>([&] { cat_out(empty({0}), {a, ones({2, 3})}); }, "[cat] sizes of tensors must match");
+  Tensor x = zeros({4});
+  expect_error<Error>([&] { cat_out(x.slice(0, 0, 2), {x.slice(0, 1, 2), ones({1})}); }, "[cat.out] unsupported");
+  Tensor w = ones({2}).requires_grad_();
+  expect_error<Error>([&] { cat_out(empty({0}), {w, w}); }, "[strata::cat.out]", {"out=", "requires grad"});
+  NoGradGuard no_grad;
+  Tensor out = empty({0});
+  cat_out(out, {w, w});
+  check_values(out, {4}, kFloat32, {1, 1, 1, 1});
+}
