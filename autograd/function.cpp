@@ -129,12 +129,14 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tenso
     if (dirty) {
       check_inplace(output, node->name().c_str());
       if (output.version() == inputs[self_slot].version) output.impl()->bump_version();
-    } else if (is_input) {
+    }
+    // As in PyTorch, only floating outputs are differentiable: an integral or bool output
+    // (indices, a count, a cast to int) gets no history, without a mark_non_differentiable.
+    if (!output.is_floating_point()) continue;
+    if (is_input && !dirty) {
       // An input returned as it is: give the output its own identity (a view) to record on.
       output = strata::detail::make_view(output, output.sizes(), output.strides(), output.storage_offset());
     }
-    STRATA_CHECK_TYPE(output.is_floating_point(), "[", node->name(), "] output ", i, " is ", output.dtype(),
-                      ": only floating-point outputs can require grad; mark it non-differentiable");
     if (dirty) rebase_history(output, node, static_cast<uint32_t>(i), self_slot);
     else set_history(output, node, static_cast<uint32_t>(i));
   }

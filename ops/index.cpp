@@ -523,7 +523,6 @@ struct MaskedFillTensorFunction : autograd::Function<MaskedFillTensorFunction> {
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& mask, const Tensor& value) {
     ctx->save_for_backward({mask});
     Tensor out = masked_fill(self, mask, value);
-    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {

@@ -320,7 +320,6 @@ struct SumFunction : autograd::Function<SumFunction> {
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
     ctx->saved_data["sizes"] = self.sizes();
     Tensor out = sum(self, dtype);
-    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -336,7 +335,6 @@ struct SumDimFunction : autograd::Function<SumDimFunction> {
     // The output's shape with the reduced dims kept as 1: the gradient is viewed to it.
     ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["kept"] = reduce_shape("sum", self, dims, true, dtype).out_sizes.vec();
-    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -405,7 +403,6 @@ struct ProdFunction : autograd::Function<ProdFunction> {
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
     ctx->save_for_backward({self});
     Tensor out = prod(self, dtype);
-    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -421,7 +418,6 @@ struct ProdDimFunction : autograd::Function<ProdDimFunction> {
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["kept"] = reduce_shape("prod", self, single_dim(dim), keepdim, dtype).kept_sizes.vec();
     Tensor out = prod(self, dim, keepdim, dtype);
-    if (!out.is_floating_point()) ctx->mark_non_differentiable({out});
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {

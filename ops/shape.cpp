@@ -510,7 +510,6 @@ struct CopyFunction : autograd::Function<CopyFunction> {
     static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
     op.call(self, src, non_blocking);
     ctx->mark_dirty({self});
-    if (!self.is_floating_point()) ctx->mark_non_differentiable({self});
     return self;
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {Tensor(), grads[0], Tensor()}; }
@@ -524,9 +523,7 @@ struct ToCopyFunction : autograd::Function<ToCopyFunction> {
                         std::optional<Device> device, bool non_blocking) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
-    Tensor result = op.call(self, dtype, device, non_blocking);
-    if (!result.is_floating_point()) ctx->mark_non_differentiable({result});
-    return result;
+    return op.call(self, dtype, device, non_blocking);
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor(), Tensor()}; }
 };

@@ -69,6 +69,22 @@ struct TwoOutputs : autograd::Function<TwoOutputs> {
   }
 };
 
+// The same without the mark: an integral output is non-differentiable by its dtype (PyTorch).
+struct UnmarkedIndex : autograd::Function<UnmarkedIndex> {
+  static tensor_list forward(autograd::AutogradContext*, const Tensor& x) { return {x * 2.0, x.argmax()}; }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return {grads[0] * 2.0}; }
+};
+
+// Counts into an integral input in place (marked dirty) and returns it.
+struct CountInPlace : autograd::Function<CountInPlace> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, const Tensor& counter) {
+    counter.add_(1);
+    ctx->mark_dirty({counter});
+    return counter;
+  }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list) { return {Tensor(), Tensor()}; }
+};
+
 struct NoMaterialize : autograd::Function<NoMaterialize> {
   static tensor_list forward(autograd::AutogradContext* ctx, const Tensor& x) {
     ctx->set_materialize_grads(false);
@@ -135,6 +151,24 @@ TEST_CASE("function: non-differentiable outputs and needs_input_grad") {
   CHECK_FALSE(outputs[1].requires_grad());
   outputs[0].sum().backward();
   CHECK(allclose(x.grad(), tensor({2.0f, 2.0f})));
+}
+
+TEST_CASE("function: integral outputs are non-differentiable without a mark, as in PyTorch") {
+  Tensor x = tensor({1.0f, 3.0f}).requires_grad_();
+  tensor_list outputs = UnmarkedIndex::apply(x);
+  CHECK(outputs[0].requires_grad());
+  CHECK_FALSE(outputs[1].requires_grad());
+  CHECK(outputs[1].grad_fn() == nullptr);
+  CHECK(outputs[1].item<int64_t>() == 1);
+  outputs[0].sum().backward();
+  CHECK(allclose(x.grad(), tensor({2.0f, 2.0f})));
+
+  Tensor counter = zeros({1}, kInt64);
+  const auto version = counter.version();
+  Tensor same = CountInPlace::apply(x, counter);
+  CHECK(counter.item<int64_t>() == 1);
+  CHECK(counter.version() > version);
+  CHECK_FALSE(same.requires_grad());
 }
 
 TEST_CASE("function: set_materialize_grads(false) passes undefined gradients through") {

@@ -131,10 +131,6 @@ struct WrongShape : autograd::Function<WrongShape> {
   static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x * 2.0; }
   static tensor_list backward(autograd::AutogradContext*, tensor_list) { return {ones({7}, kFloat64)}; }
 };
-struct IntegerOutput : autograd::Function<IntegerOutput> {
-  static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x.to(kInt64); }
-  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return grads; }
-};
 struct DirtiesLeaf : autograd::Function<DirtiesLeaf> {
   static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
     ctx->mark_dirty({x});
@@ -202,8 +198,6 @@ const Row autograd_rows[] = {
        Tensor x = in.watch(leaf({3}));
        WrongShape::apply(x).sum().backward();
      }},
-    {"a Function with an integer output", Expect::Type, "IntegerOutput", "floating",
-     [](Inputs& in) { (void)IntegerOutput::apply(in.watch(leaf({3}))); }},
     {"a Function that dirties a leaf requiring grad", Expect::Error, "DirtiesLeaf", "leaf",
      [](Inputs& in) { (void)DirtiesLeaf::apply(in.watch(leaf({3}))); }},
     {"gradcheck() of a float32 input", Expect::Type, "gradcheck", "Float",
