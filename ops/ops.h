@@ -349,7 +349,7 @@ Tensor expand(const Tensor& self, IntArrayRef sizes);
 Tensor contiguous(const Tensor& self);
 Tensor clone(const Tensor& self);
 const Tensor& copy_(const Tensor& self, const Tensor& src);
-Tensor to(const Tensor& self, const TensorOptions& options, bool copy = false);
+Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking = false, bool copy = false);
 
 // More shape ops and views (ops/shape.cpp). Views share storage and the version counter.
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);

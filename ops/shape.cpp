@@ -721,7 +721,7 @@ const Tensor& copy_(const Tensor& self, const Tensor& src) {
 }
 
 // Returns self when neither dtype nor device changes and no copy is asked for.
-Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
+Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking, bool copy) {
   const std::optional<ScalarType> dtype = options.dtype_opt();
   const std::optional<Device> device = options.device_opt();
   const bool same_dtype = !dtype || *dtype == self.dtype();
@@ -732,7 +732,7 @@ Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
   if (!same_dtype || !same_device || copy) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
-    result = op.call(self, dtype, device, false);
+    result = op.call(self, dtype, device, non_blocking);
   }
   return result;
 }

@@ -1,18 +1,27 @@
 // Tensor methods and operators that run ops: each forwards to the free function in ops.h,
 // which dispatches through its cached operator handle.
 #include <strata/ops/ops.h>
+#include <strata/tensor/device_hooks.h>
 
 namespace strata {
 
-Tensor Tensor::to(const TensorOptions& options, bool copy) const { return strata::to(*this, options, copy); }
-Tensor Tensor::to(const Tensor& other, bool copy) const {
-  return strata::to(*this, TensorOptions().dtype(other.dtype()).device(other.device()), copy);
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  return strata::to(*this, options, non_blocking, copy);
 }
-Tensor Tensor::to(Device device, ScalarType dtype, bool copy) const {
-  return strata::to(*this, TensorOptions().dtype(dtype).device(device), copy);
+Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy) const {
+  return strata::to(*this, TensorOptions().dtype(other.dtype()).device(other.device()), non_blocking, copy);
+}
+Tensor Tensor::to(Device device, ScalarType dtype, bool non_blocking, bool copy) const {
+  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy);
 }
 Tensor Tensor::cpu() const { return strata::to(*this, TensorOptions(Device(kCPU))); }
-Tensor Tensor::cuda() const { return strata::to(*this, TensorOptions(Device(kCUDA))); }
+// The current CUDA device, as in LibTorch; without a backend, cuda:0 (whose copy then says
+// that no CUDA backend is loaded).
+Tensor Tensor::cuda() const {
+  const DeviceHooks* hooks = detail::device_hooks(kCUDA);
+  const int index = hooks != nullptr && hooks->device_count() > 0 ? hooks->current_device() : 0;
+  return strata::to(*this, TensorOptions(Device(kCUDA, index)));
+}
 Tensor Tensor::contiguous() const { return strata::contiguous(*this); }
 Tensor Tensor::clone() const { return strata::clone(*this); }
 const Tensor& Tensor::copy_(const Tensor& src) const { return strata::copy_(*this, src); }

@@ -75,13 +75,15 @@ class Tensor {
   }
 
   // Conversions and copies.
-  Tensor to(const TensorOptions& options, bool copy = false) const;
+  // As in LibTorch: non_blocking lets a copy between host and device return before it is done
+  // (ordered on the current stream); copy forces a new tensor even when nothing changes.
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor cpu() const;
-  Tensor cuda() const;
+  Tensor cuda() const;  // to the current CUDA device
   Tensor contiguous() const;
   Tensor clone() const;
-  Tensor to(const Tensor& other, bool copy = false) const;  // other's dtype and device
-  Tensor to(Device device, ScalarType dtype, bool copy = false) const;
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;  // other's dtype and device
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   const Tensor& copy_(const Tensor& src) const;
   Tensor detach() const;
   // Whether a view op made this tensor, and the root tensor it views (undefined otherwise);

@@ -5,6 +5,7 @@
 #include <strata/autograd/autograd.h>
 #include <strata/ops/copy.h>
 #include <strata/ops/ops.h>
+#include <strata/tensor/device_guard.h>
 #include <strata/tensor/errors.h>
 
 #include "../tensor/fake_cuda.h"
@@ -50,6 +51,23 @@ TEST_CASE("copy: cpu() and cuda() move between the devices") {
   CHECK(on_device.device() == Device(kCUDA, 0));
   CHECK(equal(on_device.cpu(), x));
   CHECK(x.cpu().is_same(x));
+  {
+    DeviceGuard guard(Device(kCUDA, 1));  // cuda() goes to the current device, as in LibTorch
+    CHECK(x.cuda().device() == Device(kCUDA, 1));
+  }
+  CHECK(x.cuda().device() == Device(kCUDA, 0));
+}
+
+TEST_CASE("copy: to(device, non_blocking) passes non_blocking down; copy=true forces a new tensor") {
+  FakeCudaBackend backend;
+  const Tensor dense = arange(6, TensorOptions().dtype(kFloat32));
+  const Tensor on_device = dense.to(Device(kCUDA, 0), /*non_blocking=*/true);
+  REQUIRE_FALSE(backend.hooks.copies.empty());
+  CHECK(backend.hooks.copies.back().non_blocking);
+  CHECK(on_device.to(Device(kCUDA, 0), /*non_blocking=*/true).is_same(on_device));
+  CHECK_FALSE(on_device.to(Device(kCUDA, 0), /*non_blocking=*/false, /*copy=*/true).is_same(on_device));
+  (void)on_device.to(Device(kCPU));
+  CHECK_FALSE(backend.hooks.copies.back().non_blocking);
 }
 
 TEST_CASE("copy: copy_ from CPU into a non-contiguous CUDA tensor broadcasts and converts") {

@@ -148,7 +148,7 @@ TEST_CASE("to: dtype and device conversion, self when nothing changes") {
   CHECK(a.to(kFloat32).is_same(a));
   CHECK(a.to(a.options()).is_same(a));
   CHECK(a.cpu().is_same(a));
-  Tensor copied = a.to(kFloat32, /*copy=*/true);
+  Tensor copied = a.to(kFloat32, /*non_blocking=*/false, /*copy=*/true);
   CHECK_FALSE(copied.is_same(a));
   CHECK(copied.data_ptr() != a.data_ptr());
   check_values(a.to(kInt64), {2}, kInt64, {1, -2});
@@ -171,7 +171,7 @@ TEST_CASE("to: another tensor's dtype and device, or a device and a dtype") {
   Tensor other = zeros({1}, kFloat64);
   check_values(a.to(other), {3}, kFloat64, {0, 1, 2});
   CHECK(a.to(a).is_same(a));  // nothing to change: the same tensor
-  CHECK_FALSE(a.to(a, /*copy=*/true).is_same(a));
+  CHECK_FALSE(a.to(a, /*non_blocking=*/false, /*copy=*/true).is_same(a));
   check_values(a.to(kCPU, kInt16), {3}, kInt16, {0, 1, 2});
   Tensor meta = a.to(Device(kMeta), kFloat16);
   CHECK(meta.is_meta());
