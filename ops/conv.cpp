@@ -57,9 +57,7 @@ constexpr auto optional_outputs() {
 template <auto Shape>
 void def_optional_outputs(Library& m, std::string_view schema,
                           std::source_location where = std::source_location::current()) {
-  m.def(schema, AliasAnalysis::FromSchema, where);
-  m.impl(detail::schema_name(schema), optional_outputs<Shape, nullptr>(), DispatchKey::Meta, where);
-  detail::record_derived_meta(m.ns() + "::" + std::string(detail::schema_name(schema)));
+  detail::def_with_derived_meta(m, schema, optional_outputs<Shape, nullptr>(), where);
 }
 
 // ---------------------------------------------------------------------------------------

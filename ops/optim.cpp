@@ -70,9 +70,7 @@ constexpr auto checked_update() {
 template <auto Check>
 void def_checked_update(Library& m, std::string_view schema,
                         std::source_location where = std::source_location::current()) {
-  m.def(schema, AliasAnalysis::FromSchema, where);
-  m.impl(detail::schema_name(schema), checked_update<Check, nullptr>(), DispatchKey::Meta, where);
-  detail::record_derived_meta(m.ns() + "::" + std::string(detail::schema_name(schema)));
+  detail::def_with_derived_meta(m, schema, checked_update<Check, nullptr>(), where);
 }
 
 // Runs fn on contiguous versions of `tensors` (themselves when already contiguous) and copies

@@ -169,27 +169,30 @@ inline std::string_view schema_name(std::string_view schema) { return schema.sub
 void record_derived_meta(const std::string& qualified_name);
 bool has_derived_meta(const std::string& qualified_name);
 
+// Defines `schema` with `meta_kernel` (one of the templates above without a compute, or a
+// family's own adapter built the same way) as its Meta kernel, recorded as derived.
+template <class MetaKernel>
+void def_with_derived_meta(Library& m, std::string_view schema, MetaKernel meta_kernel, std::source_location where) {
+  m.def(schema, AliasAnalysis::FromSchema, where);
+  m.impl(schema_name(schema), meta_kernel, DispatchKey::Meta, where);
+  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+}
+
 template <auto Shape>
 void def_structured(Library& m, std::string_view schema,
                     std::source_location where = std::source_location::current()) {
-  m.def(schema, AliasAnalysis::FromSchema, where);
-  m.impl(schema_name(schema), structured<Shape, nullptr>(), DispatchKey::Meta, where);
-  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+  def_with_derived_meta(m, schema, structured<Shape, nullptr>(), where);
 }
 template <auto Shape, OpName Name>
 void def_structured_in_place(Library& m, std::string_view schema,
                              std::source_location where = std::source_location::current()) {
-  m.def(schema, AliasAnalysis::FromSchema, where);
-  m.impl(schema_name(schema), structured_in_place<Shape, nullptr, Name, nullptr>(), DispatchKey::Meta, where);
-  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+  def_with_derived_meta(m, schema, structured_in_place<Shape, nullptr, Name, nullptr>(), where);
 }
 // Also registers the Autograd kernel of Note [Out variants and autograd].
 template <auto Shape, OpName Name>
 void def_structured_out(Library& m, std::string_view schema,
                         std::source_location where = std::source_location::current()) {
-  m.def(schema, AliasAnalysis::FromSchema, where);
-  m.impl(schema_name(schema), structured_out<Shape, nullptr, Name, nullptr>(), DispatchKey::Meta, where);
-  record_derived_meta(m.ns() + "::" + std::string(schema_name(schema)));
+  def_with_derived_meta(m, schema, structured_out<Shape, nullptr, Name, nullptr>(), where);
   m.impl(schema_name(schema), BoxedKernelWithKeys(&out_variant_autograd), DispatchKey::Autograd, where);
 }
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-#include <strata/ops/shapes/scalar_checks.h>
+#include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
 namespace strata::shapes {
@@ -42,7 +42,7 @@ inline TensorMeta ones(IntArrayRef size, std::optional<ScalarType> dtype, std::o
 inline TensorMeta full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype,
                        std::optional<Device> device) {
   const ScalarType result = creation_dtype("full", size, dtype, fill_value.default_dtype());
-  check_scalar_fits("full", fill_value, result);
+  detail::check_scalar_converts("full", fill_value, result);
   return {size, result, factory_device(device)};
 }
 inline TensorMeta rand(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
@@ -121,8 +121,8 @@ inline TensorMeta randint_low(int64_t low, int64_t high, IntArrayRef size, std::
                               std::optional<Device> device) {
   const ScalarType result = creation_dtype("randint", size, dtype, kInt64);
   STRATA_CHECK_VALUE(low < high, "[randint] low must be less than high, got low=", low, " and high=", high);
-  check_scalar_fits("randint", low, result);
-  check_scalar_fits("randint", high - 1, result);
+  detail::check_scalar_converts("randint", low, result);
+  detail::check_scalar_converts("randint", high - 1, result);
   return {size, result, factory_device(device)};
 }
 

@@ -3,7 +3,6 @@
 // gather, scatter_add, masked_fill. See Note [Structured ops] in ops/structured.h. The index
 // VALUES are checked by each backend's compute, never here. Depends on tensor/ only; compiles
 // under nvcc.
-#include <strata/ops/shapes/scalar_checks.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
@@ -94,7 +93,7 @@ inline TensorMeta masked_fill_geometry(const Tensor& self, const Tensor& mask) {
 
 inline TensorMeta masked_fill_scalar(const Tensor& self, const Tensor& mask, const Scalar& value) {
   const TensorMeta meta = masked_fill_geometry(self, mask);
-  check_scalar_fits("masked_fill", value, self.dtype());
+  detail::check_scalar_converts("masked_fill", value, self.dtype());
   return meta;
 }
 
