@@ -4,8 +4,10 @@
 //   add of two 16M-float tensors against a plain loop (target: bandwidth >= 0.85x the
 //     loop's): the kernel's bandwidth is add_ in place against the same loop in place (and
 //     against the loop into a preallocated buffer); the out-of-place add, which writes a
-//     fresh 64 MiB tensor each time, is compared with the loop writing a fresh buffer, since
-//     first-touch page faults dominate both (see the note at add_strata);
+//     fresh 64 MiB tensor each time, is compared with the loop writing a fresh buffer (which
+//     pays first-touch page faults) and with add_ in place: the CPU allocator's large-block
+//     cache (Note [CPU large-block cache] in tensor/storage.cpp) hands the freed result back,
+//     so it should run near in-place speed (see the note at add_strata);
 //   Add --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true on a busy
 //   machine: the ratios then use the medians.
 //   broadcast add [N, 2] + [2] against the contiguous add [N, 2] + [N, 2], per element, for
@@ -64,8 +66,9 @@ void set_add_bytes(benchmark::State& state, int64_t elements) {
   state.SetBytesProcessed(state.iterations() * 3 * elements * static_cast<int64_t>(sizeof(float)));
 }
 
-// Blocks above the allocator's largest size class go back to the system when freed, so each
-// out-of-place add writes 64 MiB of new pages: the page faults, not the kernel, set its time.
+// The 64 MiB result of one iteration is freed into the CPU allocator's large-block cache and
+// reused by the next, whose pages are already in; without that cache each add wrote 64 MiB of
+// fresh pages and the page faults, not the kernel, set its time (about 80% of it).
 void add_strata(benchmark::State& state) {
   manual_seed(0);
   Tensor a = rand({kAddElements}), b = rand({kAddElements});
@@ -185,6 +188,7 @@ std::vector<std::pair<std::string, std::string>> ratio_pairs() {
   pairs.emplace_back("add_inplace_strata", "add_loop_inplace");
   pairs.emplace_back("add_inplace_strata", "add_loop_preallocated");
   pairs.emplace_back("add_strata", "add_loop_fresh");
+  pairs.emplace_back("add_strata", "add_inplace_strata");
   pairs.emplace_back("add_strata", "torch_add_16m");
   for (const char* rows : {"65536", "524288"}) {
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("add_contiguous_rows/") + rows);

@@ -1,11 +1,17 @@
-// The CPU allocator (size-class cache), storages and device allocator lookup.
+// The CPU allocator (size-class cache, large-block cache), storages and device allocator lookup.
 #include <strata/tensor/storage.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <optional>
+#include <vector>
 
 #include <strata/tensor/device_hooks.h>
 #include <strata/tensor/errors.h>
@@ -20,7 +26,7 @@ namespace strata {
 // another thread than the one that allocated it simply joins the freeing thread's list: blocks
 // are plain 64-byte aligned memory and belong to no thread. Each list is bounded (at most
 // kCacheBytesPerClass, kMaxBlocksPerClass blocks and at least kMinBlocksPerClass), so a thread
-// caches a few tens of MiB at most; larger blocks always go straight to aligned_alloc/free.
+// caches a few tens of MiB at most; larger blocks go to the large-block cache below.
 // The lists are freed when their thread exits (the main thread's at exit, before static
 // destructors); blocks freed after that go straight to free. cpu_live_bytes() counts the
 // rounded size of blocks handed out, never cached ones.
@@ -49,8 +55,112 @@ constexpr size_t class_capacity(int size_class_index) {
 }
 static_assert(class_capacity(0) == kMaxBlocksPerClass && class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
 
+// Note [CPU large-block cache]
+// Blocks over kLargestClass used to go straight back to the system, so every out-of-place op
+// on a large tensor paid for faulting fresh pages in: an add of 16M floats into a new tensor
+// spent most of its time there, against the same add in place. Freed large blocks are now kept
+// in one process-wide cache (behind a mutex: a large block costs far more than the lock) and
+// handed out again for any request they fit with at most 1/8 to spare (best fit), so a loop
+// that makes large temporaries reuses memory whose pages are already in. The cache holds at
+// most a byte limit (default 1/8 of physical memory, at most 1 GiB;
+// set_cpu_allocator_cache_limit), dropping the blocks cached longest ago first; when the
+// system refuses an allocation, both caches are emptied and the allocation retried once, and
+// cpu_allocator_empty_cache() empties it. A block's DataPtr context holds its true size, so a
+// reused block that is a little larger is accounted and cached at that size.
+class LargeBlockCache {
+ public:
+  // A cached block of at least `nbytes` and at most nbytes + nbytes / 8, or null.
+  void* take(size_t nbytes, size_t& block_bytes) {
+    std::lock_guard lock(mutex_);
+    size_t best = blocks_.size();
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const size_t bytes = blocks_[i].bytes;
+      if (bytes >= nbytes && bytes - nbytes <= nbytes / 8 && (best == blocks_.size() || bytes < blocks_[best].bytes))
+        best = i;
+    }
+    if (best == blocks_.size()) return nullptr;
+    void* block = blocks_[best].data;
+    block_bytes = blocks_[best].bytes;
+    cached_bytes_ -= block_bytes;
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+    return block;
+  }
+  // Keeps the block (freeing the oldest ones past the limit); false when it alone exceeds it.
+  bool give(void* block, size_t bytes) {
+    std::vector<void*> evicted;
+    {
+      std::lock_guard lock(mutex_);
+      if (bytes > limit_) return false;
+      blocks_.push_back(Block{block, bytes});
+      cached_bytes_ += bytes;
+      size_t oldest = 0;
+      while (cached_bytes_ > limit_) {
+        cached_bytes_ -= blocks_[oldest].bytes;
+        evicted.push_back(blocks_[oldest++].data);
+      }
+      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    }
+    for (void* data : evicted) std::free(data);
+    return true;
+  }
+  void release_all() { set_limit_and_trim(std::nullopt); }
+  void set_limit(size_t bytes) { set_limit_and_trim(bytes); }
+  size_t cached_bytes() {
+    std::lock_guard lock(mutex_);
+    return cached_bytes_;
+  }
+  size_t limit() {
+    std::lock_guard lock(mutex_);
+    return limit_;
+  }
+
+ private:
+  struct Block {
+    void* data;
+    size_t bytes;
+  };
+  // With a new limit, frees the oldest blocks until the cache fits it; without one, frees all.
+  void set_limit_and_trim(std::optional<size_t> limit) {
+    std::vector<Block> freed;
+    {
+      std::lock_guard lock(mutex_);
+      if (limit) limit_ = *limit;
+      const size_t keep_under = limit ? limit_ : 0;
+      size_t oldest = 0;
+      while (oldest < blocks_.size() && (cached_bytes_ > keep_under || !limit)) {
+        cached_bytes_ -= blocks_[oldest].bytes;
+        freed.push_back(blocks_[oldest++]);
+      }
+      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    }
+    for (const Block& block : freed) std::free(block.data);
+  }
+  static size_t default_limit() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    const size_t physical = pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
+    return std::min(physical / 8, size_t{1} << 30);
+  }
+
+  std::mutex mutex_;
+  std::vector<Block> blocks_;  // oldest first
+  size_t cached_bytes_ = 0;
+  size_t limit_ = default_limit();
+};
+
+// Never destroyed: tensors freed during static destruction still return their blocks here.
+LargeBlockCache& large_cache() {
+  static auto* cache = new LargeBlockCache();
+  return *cache;
+}
+
+void release_cached_blocks();
+
 void* system_allocate(size_t rounded_bytes) {
   void* block = std::aligned_alloc(kAlignment, rounded_bytes);
+  if (!block) {  // the system is short of memory: give back what is cached and try once more
+    release_cached_blocks();
+    block = std::aligned_alloc(kAlignment, rounded_bytes);
+  }
   if (!block) throw std::bad_alloc();
   return block;
 }
@@ -108,8 +218,15 @@ void cpu_free(void* data, void* context, size_t /*nbytes*/) {
   if (rounded <= kLargestClass) {
     ThreadCache* cache = thread_cache();
     if (cache && cache->push(size_class(rounded), data)) return;
+  } else if (large_cache().give(data, rounded)) {
+    return;
   }
   std::free(data);
+}
+
+void release_cached_blocks() {
+  if (ThreadCache* cache = thread_cache()) cache->release_all();
+  large_cache().release_all();
 }
 
 class CpuAllocator final : public Allocator {
@@ -123,6 +240,8 @@ class CpuAllocator final : public Allocator {
     if (rounded <= kLargestClass) {
       ThreadCache* cache = thread_cache();
       if (cache) block = cache->pop(size_class(rounded));
+    } else {
+      block = large_cache().take(rounded, rounded);  // may hand out a slightly larger block
     }
     if (!block) block = system_allocate(rounded);
     live_bytes.fetch_add(static_cast<int64_t>(rounded), std::memory_order_relaxed);
@@ -140,9 +259,13 @@ Allocator* cpu_allocator() {
 
 int64_t cpu_live_bytes() { return live_bytes.load(std::memory_order_relaxed); }
 
-void cpu_allocator_empty_cache() {
-  if (ThreadCache* cache = thread_cache()) cache->release_all();
-}
+void cpu_allocator_empty_cache() { release_cached_blocks(); }
+
+int64_t cpu_cached_bytes() { return static_cast<int64_t>(large_cache().cached_bytes()); }
+
+void set_cpu_allocator_cache_limit(size_t bytes) { large_cache().set_limit(bytes); }
+
+size_t cpu_allocator_cache_limit() { return large_cache().limit(); }
 
 namespace {
 std::atomic<detail::StorageReleaseHook> storage_release_hook{nullptr};

@@ -31,12 +31,20 @@ class Allocator {
 // out of range; Meta has none (ValueError).
 Allocator* get_allocator(Device device);
 
-// The CPU allocator: 64-byte aligned blocks, recycled by size class.
+// The CPU allocator: 64-byte aligned blocks, small ones recycled by size class per thread,
+// large ones (over 4 MiB) through one bounded cache (Note [CPU large-block cache]).
 Allocator* cpu_allocator();
 // Bytes currently allocated by the CPU allocator for tensors (live, not cached).
 int64_t cpu_live_bytes();
-// Frees the blocks the CPU allocator keeps for reuse on the calling thread.
+// Frees the small blocks the CPU allocator keeps for reuse on the calling thread, and every
+// cached large block.
 void cpu_allocator_empty_cache();
+// Bytes of large blocks cached for reuse (not live).
+int64_t cpu_cached_bytes();
+// Bounds the large-block cache (default: 1/8 of physical memory, at most 1 GiB), freeing the
+// blocks cached longest ago until it fits; 0 turns large-block caching off.
+void set_cpu_allocator_cache_limit(size_t bytes);
+size_t cpu_allocator_cache_limit();
 
 class StorageImpl : public RefCounted {
  public:

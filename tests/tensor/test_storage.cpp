@@ -37,6 +37,7 @@ TEST_CASE("storage: CPU blocks are 64-byte aligned and writable for every size")
 }
 
 TEST_CASE("storage: live bytes go up while a block is held and back down after") {
+  cpu_allocator_empty_cache();  // no cached large block that 5'000'000 bytes could reuse
   int64_t before = cpu_live_bytes();
   {
     auto small = make_storage(100, Device(kCPU));
@@ -75,6 +76,91 @@ TEST_CASE("storage: a freed block is reused for the same size class on the same 
   auto other_class = make_storage(100, Device(kCPU));
   CHECK(other_class->data() != first_data);
   cpu_allocator_empty_cache();
+}
+
+TEST_CASE("storage: freed large blocks are cached and reused for requests they fit") {
+  cpu_allocator_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
+  const int64_t live = cpu_live_bytes();
+  void* first_data = nullptr;
+  {
+    auto first = make_storage(64u << 20, Device(kCPU));
+    first_data = first->data();
+    CHECK(cpu_cached_bytes() == 0);
+  }
+  CHECK(cpu_cached_bytes() == int64_t{64} << 20);
+  CHECK(cpu_live_bytes() == live);  // cached bytes are not live
+  {
+    auto too_small_a_request = make_storage(32u << 20, Device(kCPU));  // would waste half: not reused
+    CHECK(too_small_a_request->data() != first_data);
+    CHECK(cpu_cached_bytes() == int64_t{64} << 20);
+  }
+  cpu_allocator_empty_cache();  // drop the 32 MiB block too
+  {
+    auto first = make_storage(64u << 20, Device(kCPU));
+    first_data = first->data();
+  }
+  auto slightly_smaller = make_storage((64u << 20) - 1'000'000, Device(kCPU));  // within 1/8: reused
+  CHECK(slightly_smaller->data() == first_data);
+  CHECK(cpu_cached_bytes() == 0);
+  CHECK(cpu_live_bytes() == live + (int64_t{64} << 20));  // accounted at the block's true size
+  std::memset(slightly_smaller->data(), 1, slightly_smaller->nbytes());
+  slightly_smaller.reset();
+  CHECK(cpu_live_bytes() == live);
+  cpu_allocator_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
+}
+
+TEST_CASE("storage: the large-block cache keeps to its limit, dropping the oldest blocks") {
+  cpu_allocator_empty_cache();
+  const size_t default_limit = cpu_allocator_cache_limit();
+  CHECK(default_limit <= size_t{1} << 30);
+  set_cpu_allocator_cache_limit(size_t{20} << 20);
+  {
+    auto a = make_storage(8u << 20, Device(kCPU));
+    auto b = make_storage(9u << 20, Device(kCPU));
+    auto c = make_storage(10u << 20, Device(kCPU));
+    a.reset();
+    b.reset();
+    CHECK(cpu_cached_bytes() == int64_t{17} << 20);
+    c.reset();  // 27 MiB > 20: the oldest (a) goes
+    CHECK(cpu_cached_bytes() == int64_t{19} << 20);
+    auto huge = make_storage(30u << 20, Device(kCPU));
+    huge.reset();  // larger than the limit on its own: freed, the cache unchanged
+    CHECK(cpu_cached_bytes() == int64_t{19} << 20);
+    auto b_again = make_storage(9u << 20, Device(kCPU));  // b is still there, a is not
+    CHECK(cpu_cached_bytes() == int64_t{10} << 20);
+    auto a_again = make_storage(8u << 20, Device(kCPU));
+    CHECK(cpu_cached_bytes() == int64_t{10} << 20);
+  }
+  set_cpu_allocator_cache_limit(0);  // caching off: everything cached is freed
+  CHECK(cpu_cached_bytes() == 0);
+  {
+    auto d = make_storage(8u << 20, Device(kCPU));
+  }
+  CHECK(cpu_cached_bytes() == 0);
+  set_cpu_allocator_cache_limit(default_limit);
+  CHECK(cpu_allocator_cache_limit() == default_limit);
+}
+
+TEST_CASE("storage: large blocks freed on other threads go to the one cache") {
+  cpu_allocator_empty_cache();
+  const int64_t live = cpu_live_bytes();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < 20; ++i) {
+        auto block = make_storage(static_cast<size_t>((5 + (i + t) % 3)) << 20, Device(kCPU));
+        std::memset(block->data(), t, 4096);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(cpu_live_bytes() == live);
+  CHECK(cpu_cached_bytes() > 0);
+  CHECK(cpu_cached_bytes() <= int64_t{4} * (18 << 20));  // at most one block of each size per thread
+  cpu_allocator_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
 }
 
 TEST_CASE("storage: the allocator interface hands out blocks directly") {
