@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <vector>
 
 #include <strata/tensor/device_hooks.h>
@@ -93,18 +92,24 @@ class LargeBlockCache {
       if (bytes > limit_) return false;
       blocks_.push_back(Block{block, bytes});
       cached_bytes_ += bytes;
-      size_t oldest = 0;
-      while (cached_bytes_ > limit_) {
-        cached_bytes_ -= blocks_[oldest].bytes;
-        evicted.push_back(blocks_[oldest++].data);
-      }
-      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(oldest));
+      evicted = evict_oldest_locked(limit_);
     }
-    for (void* data : evicted) std::free(data);
+    free_all(evicted);
     return true;
   }
-  void release_all() { set_limit_and_trim(std::nullopt); }
-  void set_limit(size_t bytes) { set_limit_and_trim(bytes); }
+  void release_all() {
+    std::unique_lock lock(mutex_);
+    const std::vector<void*> evicted = evict_oldest_locked(0);
+    lock.unlock();
+    free_all(evicted);
+  }
+  void set_limit(size_t bytes) {
+    std::unique_lock lock(mutex_);
+    limit_ = bytes;
+    const std::vector<void*> evicted = evict_oldest_locked(limit_);
+    lock.unlock();
+    free_all(evicted);
+  }
   size_t cached_bytes() {
     std::lock_guard lock(mutex_);
     return cached_bytes_;
@@ -119,21 +124,20 @@ class LargeBlockCache {
     void* data;
     size_t bytes;
   };
-  // With a new limit, frees the oldest blocks until the cache fits it; without one, frees all.
-  void set_limit_and_trim(std::optional<size_t> limit) {
-    std::vector<Block> freed;
-    {
-      std::lock_guard lock(mutex_);
-      if (limit) limit_ = *limit;
-      const size_t keep_under = limit ? limit_ : 0;
-      size_t oldest = 0;
-      while (oldest < blocks_.size() && (cached_bytes_ > keep_under || !limit)) {
-        cached_bytes_ -= blocks_[oldest].bytes;
-        freed.push_back(blocks_[oldest++]);
-      }
-      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(oldest));
+  // Drops the blocks cached longest ago until at most `keep_under` bytes stay cached; returns
+  // their memory for the caller to free once the lock is released.
+  std::vector<void*> evict_oldest_locked(size_t keep_under) {
+    std::vector<void*> evicted;
+    size_t oldest = 0;
+    for (; cached_bytes_ > keep_under; ++oldest) {
+      cached_bytes_ -= blocks_[oldest].bytes;
+      evicted.push_back(blocks_[oldest].data);
     }
-    for (const Block& block : freed) std::free(block.data);
+    blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    return evicted;
+  }
+  static void free_all(const std::vector<void*>& blocks) {
+    for (void* data : blocks) std::free(data);
   }
   static size_t default_limit() {
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
@@ -241,7 +245,9 @@ class CpuAllocator final : public Allocator {
       ThreadCache* cache = thread_cache();
       if (cache) block = cache->pop(size_class(rounded));
     } else {
-      block = large_cache().take(rounded, rounded);  // may hand out a slightly larger block
+      size_t block_bytes = 0;
+      block = large_cache().take(rounded, block_bytes);
+      if (block) rounded = block_bytes;  // a reused block may be up to 1/8 larger
     }
     if (!block) block = system_allocate(rounded);
     live_bytes.fetch_add(static_cast<int64_t>(rounded), std::memory_order_relaxed);

@@ -89,11 +89,14 @@ tensor_list integral_as_float64(const Sample& s, ScalarType dtype) {
   return bases;
 }
 
-tensor_list run(const Sample& s, const tensor_list& bases, const Env& env) {
+// The sample's inputs as the op sees them: each base with its arg's layout applied.
+tensor_list laid_out(const Sample& s, const tensor_list& bases) {
   tensor_list inputs;
   for (size_t i = 0; i < s.args.size(); ++i) inputs.push_back(layout_view(bases[i], s.args[i].layout, s.args[i].sizes));
-  return s.call(inputs, env);
+  return inputs;
 }
+
+tensor_list run(const Sample& s, const tensor_list& bases, const Env& env) { return s.call(laid_out(s, bases), env); }
 
 std::string where_(const OpEntry& entry, ScalarType dtype, const Sample& s, Device device) {
   std::ostringstream out;
@@ -243,9 +246,7 @@ TEST_CASE("op table: forward values on every backend match the CPU in float64") 
             CHECK(out[i].sizes() == cpu[i].sizes());
             CHECK(out[i].device() == device);
             if (entry.values == Values::Random && entry.check_random) {
-              tensor_list inputs;
-              for (size_t a = 0; a < s.args.size(); ++a)
-                inputs.push_back(layout_view(s.args[a].base, s.args[a].layout, s.args[a].sizes));
+              const tensor_list inputs = laid_out(s, bases_of(s, Device(kCPU), false));
               tensor_list on_cpu;
               for (const Tensor& t : out) on_cpu.push_back(t.to(TensorOptions(Device(kCPU))));
               entry.check_random(inputs, on_cpu);
@@ -495,12 +496,7 @@ const OpEntry& entry_named(const std::string& name) {
 }
 
 // The sample's inputs as the op sees them, on `device`.
-tensor_list inputs_of(const Sample& s, Device device) {
-  const tensor_list bases = bases_of(s, device, false);
-  tensor_list inputs;
-  for (size_t i = 0; i < s.args.size(); ++i) inputs.push_back(layout_view(bases[i], s.args[i].layout, s.args[i].sizes));
-  return inputs;
-}
+tensor_list inputs_of(const Sample& s, Device device) { return laid_out(s, bases_of(s, device, false)); }
 
 // An out of `like`'s sizes and dtype with other strides than a fresh tensor (the last two
 // dims swapped in memory), so an out= call that reallocated it would show.
