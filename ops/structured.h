@@ -89,6 +89,13 @@ void compute_into(const Tensor& dest, const TensorMeta& meta, const Args&... arg
   }
 }
 
+// The outputs of a multi-output shape function, allocated (a plain function: nvcc's front end
+// loses the pack of a templated lambda here).
+template <size_t N, size_t... I>
+auto empty_outputs(const std::array<TensorMeta, N>& metas, std::index_sequence<I...>) {
+  return std::make_tuple(empty_from_meta(metas[I])...);
+}
+
 template <auto Shape, auto Compute, class Sig = decltype(Shape)>
 struct Structured;
 
@@ -102,42 +109,41 @@ struct Structured<Shape, Compute, R (*)(Args...)> {
     } else {
       static_assert(is_tensor_meta_array<R>, "a shape function returns TensorMeta or std::array<TensorMeta, N>");
       const R metas = Shape(args...);
-      return [&]<size_t... I>(std::index_sequence<I...>) {
-        std::tuple<decltype(I, Tensor())...> outs{empty_from_meta(metas[I])...};
-        if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(std::get<I>(outs)..., args...);
-        return outs;
-      }(std::make_index_sequence<std::tuple_size_v<R>>());
+      auto outs = empty_outputs(metas, std::make_index_sequence<std::tuple_size_v<R>>());
+      if constexpr (!std::is_null_pointer_v<decltype(Compute)>)
+        std::apply([&](const auto&... out) { Compute(out..., args...); }, outs);
+      return outs;
     }
   }
 };
 
-template <auto Shape, auto Compute, OpName Name, auto Copy, class Sig = decltype(Shape)>
-struct StructuredInPlace;
-
+// The in-place and out= kernels are function templates picked by the shape function's type
+// (nvcc's front end does not match partial specialisations on the OpName parameter).
 template <auto Shape, auto Compute, OpName Name, auto Copy, class... Rest>
-struct StructuredInPlace<Shape, Compute, Name, Copy, TensorMeta (*)(const Tensor&, Rest...)> {
-  static Tensor kernel(const Tensor& self, Rest... rest) {
-    const TensorMeta meta = Shape(self, rest...);
-    check_in_place_result(Name.c_str(), self, meta);
-    (check_input_overlap(Name.c_str(), self, rest), ...);
-    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(self, meta, self, rest...);
-    return self;
-  }
-};
-
-template <auto Shape, auto Compute, OpName Name, auto Copy, class Sig = decltype(Shape)>
-struct StructuredOut;
+Tensor structured_in_place_kernel(const Tensor& self, Rest... rest) {
+  const TensorMeta meta = Shape(self, rest...);
+  check_in_place_result(Name.c_str(), self, meta);
+  (check_input_overlap(Name.c_str(), self, rest), ...);
+  if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(self, meta, self, rest...);
+  return self;
+}
+template <auto Shape, auto Compute, OpName Name, auto Copy, class... Rest>
+constexpr auto in_place_kernel_for(TensorMeta (*)(const Tensor&, Rest...)) {
+  return &structured_in_place_kernel<Shape, Compute, Name, Copy, Rest...>;
+}
 
 template <auto Shape, auto Compute, OpName Name, auto Copy, class... Args>
-struct StructuredOut<Shape, Compute, Name, Copy, TensorMeta (*)(Args...)> {
-  static Tensor kernel(Args... args, const Tensor& out) {
-    const TensorMeta meta = Shape(args...);
-    prepare_out(Name.c_str(), out, meta);
-    (check_input_overlap(Name.c_str(), out, args), ...);
-    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(out, meta, args...);
-    return out;
-  }
-};
+Tensor structured_out_kernel(Args... args, const Tensor& out) {
+  const TensorMeta meta = Shape(args...);
+  prepare_out(Name.c_str(), out, meta);
+  (check_input_overlap(Name.c_str(), out, args), ...);
+  if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(out, meta, args...);
+  return out;
+}
+template <auto Shape, auto Compute, OpName Name, auto Copy, class... Args>
+constexpr auto out_kernel_for(TensorMeta (*)(Args...)) {
+  return &structured_out_kernel<Shape, Compute, Name, Copy, Args...>;
+}
 
 // ---------------------------------------------------------------------------------------
 // What a backend registers (with Copy = its same-device converting copy; the CPU's default).
@@ -148,11 +154,11 @@ constexpr auto structured() {
 }
 template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
 constexpr auto structured_in_place() {
-  return &StructuredInPlace<Shape, Compute, Name, Copy>::kernel;
+  return in_place_kernel_for<Shape, Compute, Name, Copy>(Shape);
 }
 template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
 constexpr auto structured_out() {
-  return &StructuredOut<Shape, Compute, Name, Copy>::kernel;
+  return out_kernel_for<Shape, Compute, Name, Copy>(Shape);
 }
 
 // Note [Out variants and autograd]

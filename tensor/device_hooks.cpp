@@ -56,6 +56,14 @@ void unregister_device_hooks(DeviceType type, const DeviceHooks* hooks) noexcept
   slot(type).compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
 }
 
+const DeviceHooks* exchange_device_hooks(DeviceType type, const DeviceHooks* hooks) {
+  STRATA_CHECK_VALUE(type != kCPU && type != kMeta, "[exchange_device_hooks] ", type,
+                     " devices are served by tensor/ itself and take no hooks");
+  STRATA_CHECK_VALUE(hooks == nullptr || hooks->type() == type, "[exchange_device_hooks] hooks for ", hooks->type(),
+                     " cannot be registered for ", type);
+  return slot(type).exchange(hooks, std::memory_order_acq_rel);
+}
+
 const DeviceHooks* device_hooks(DeviceType type) noexcept { return slot(type).load(std::memory_order_acquire); }
 
 const DeviceHooks& require_device_hooks(DeviceType type, std::string_view op) {
@@ -71,8 +79,14 @@ const DeviceHooks& require_device_hooks(DeviceType type, std::string_view op) {
 
 void check_device_in_range(const DeviceHooks& hooks, Device device, std::string_view op) {
   const int count = hooks.device_count();
-  STRATA_CHECK(count > 0, "[", device_type_name(device.type()), "] no ", upper_name(device.type()),
-               " device is present (", op, " needs one)");
+  if (count == 0) [[unlikely]] {
+    const std::string reason = hooks.unavailable_reason();
+    if (!reason.empty())
+      throw_error<Error>("[", device_type_name(device.type()), "] ", upper_name(device.type()),
+                         " is not available: ", reason, " (", op, " needs a device)");
+    throw_error<Error>("[", device_type_name(device.type()), "] no ", upper_name(device.type()),
+                       " device is present (", op, " needs one)");
+  }
   if (device.index() >= count) [[unlikely]]
     throw_error<IndexError>("[", op, "] ", device, " is out of range: there ", count == 1 ? "is " : "are ", count,
                             " ", upper_name(device.type()), count == 1 ? " device" : " devices");

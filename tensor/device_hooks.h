@@ -3,6 +3,7 @@
 // library loads. See Note [Device hooks] in device_hooks.cpp.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <strata/tensor/device.h>
@@ -30,6 +31,8 @@ class DeviceHooks {
   virtual DeviceType type() const = 0;
   // Devices present (0 when the backend loaded but found none).
   virtual int device_count() const = 0;
+  // Why device_count() is 0 (no driver, no device), for error messages; empty when unknown.
+  virtual std::string unavailable_reason() const { return {}; }
 
   // The calling thread's current device.
   virtual int current_device() const = 0;
@@ -79,12 +82,16 @@ void register_device_hooks(DeviceType type, const DeviceHooks* hooks);
 // Unregisters `hooks` if they are the ones registered for `type`; a backend calls this when it
 // unloads. Nothing may use the backend's tensors, streams or events afterwards.
 void unregister_device_hooks(DeviceType type, const DeviceHooks* hooks) noexcept;
+// Puts `hooks` (may be null) in place of whatever is registered for `type` and returns that:
+// for tests that stand a fake backend in for the real one, or take it away, for a scope.
+const DeviceHooks* exchange_device_hooks(DeviceType type, const DeviceHooks* hooks);
 
 // The hooks registered for `type`, or null.
 const DeviceHooks* device_hooks(DeviceType type) noexcept;
 // The hooks registered for `type`; throws Error "[op] no CUDA backend is loaded" otherwise.
 const DeviceHooks& require_device_hooks(DeviceType type, std::string_view op);
-// Throws Error unless device.index() < hooks.device_count() ("no CUDA device" when none).
+// Throws Error unless device.index() < hooks.device_count() ("CUDA is not available: <reason>"
+// when there is none).
 void check_device_in_range(const DeviceHooks& hooks, Device device, std::string_view op);
 
 // Registers hooks for the lifetime of a static object in the backend library:

@@ -132,6 +132,7 @@ TEST_CASE("copy: Meta tensors have no bytes to move") {
 }
 
 TEST_CASE("copy: without a backend, moving to CUDA throws Error naming what is missing") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   const Tensor x = transposed_floats();
   CHECK_THROWS_WITH_AS(x.to(kCUDA), "[cuda] no CUDA backend is loaded (_to_copy needs one)", Error);
   CHECK_THROWS_WITH_AS(x.cuda(), "[cuda] no CUDA backend is loaded (_to_copy needs one)", Error);

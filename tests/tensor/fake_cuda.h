@@ -238,14 +238,14 @@ inline Tensor fake_clone(const Tensor& self) {
 // Loads the fake backend for a scope: hooks registered, CUDA kernels in a Library.
 class FakeCudaBackend {
  public:
-  FakeCudaBackend() {
-    detail::register_device_hooks(kCUDA, &hooks);
+  // Stands in for the real CUDA backend, when strata was built with one, until destroyed.
+  FakeCudaBackend() : replaced_(detail::exchange_device_hooks(kCUDA, &hooks)) {
     kernels.impl("copy_", &fake_copy_);
     kernels.impl("clone", &fake_clone);
   }
   ~FakeCudaBackend() {
-    detail::unregister_device_hooks(kCUDA, &hooks);
     reset_thread_state();
+    detail::exchange_device_hooks(kCUDA, replaced_);
   }
   FakeCudaBackend(const FakeCudaBackend&) = delete;
   FakeCudaBackend& operator=(const FakeCudaBackend&) = delete;
@@ -254,12 +254,26 @@ class FakeCudaBackend {
   Library kernels{"strata", Library::IMPL, DispatchKey::CUDA};
 
  private:
+  const DeviceHooks* replaced_;
   // The fake's current device and streams are thread_local: the next test starts afresh.
   void reset_thread_state() {
     hooks.set_device(0);
     for (int device = 0; device < FakeCudaHooks::kDevices; ++device)
       hooks.exchange_stream(hooks.default_stream(device));
   }
+};
+
+// Takes the real CUDA backend's hooks away for a scope (when strata was built with one), so a
+// test sees what a build without CUDA sees.
+class NoCudaBackend {
+ public:
+  NoCudaBackend() : replaced_(detail::exchange_device_hooks(kCUDA, nullptr)) {}
+  ~NoCudaBackend() { detail::exchange_device_hooks(kCUDA, replaced_); }
+  NoCudaBackend(const NoCudaBackend&) = delete;
+  NoCudaBackend& operator=(const NoCudaBackend&) = delete;
+
+ private:
+  const DeviceHooks* replaced_;
 };
 
 }  // namespace strata::testing

@@ -11,6 +11,7 @@ using namespace strata;
 using strata::testing::FakeCudaBackend;
 
 TEST_CASE("cuda: without a backend, queries answer nothing and the rest throw Error") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK_FALSE(cuda::is_available());
   CHECK(cuda::device_count() == 0);
   cuda::synchronize();

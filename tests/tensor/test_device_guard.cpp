@@ -83,6 +83,7 @@ TEST_CASE("DeviceGuard: a device past the count throws and changes nothing") {
 }
 
 TEST_CASE("DeviceGuard: without a backend a CUDA device throws Error") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK_THROWS_WITH_AS(DeviceGuard(Device(kCUDA, 1)), "[cuda] no CUDA backend is loaded (DeviceGuard needs one)",
                        Error);
 }

@@ -30,6 +30,7 @@ std::string error_of(auto&& call) {
 }  // namespace
 
 TEST_CASE("device hooks: none are registered by default") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK(detail::device_hooks(kCUDA) == nullptr);
   CHECK(detail::device_hooks(kCPU) == nullptr);
   CHECK(error_of([] { detail::require_device_hooks(kCUDA, "my_op"); }) ==
@@ -37,6 +38,7 @@ TEST_CASE("device hooks: none are registered by default") {
 }
 
 TEST_CASE("device hooks: registration is found with one lookup and undone by unregistering") {
+  strata::testing::NoCudaBackend no_backend;  // these tests register hooks of their own
   FakeCudaHooks hooks;
   detail::register_device_hooks(kCUDA, &hooks);
   CHECK(detail::device_hooks(kCUDA) == &hooks);
@@ -48,6 +50,7 @@ TEST_CASE("device hooks: registration is found with one lookup and undone by unr
 }
 
 TEST_CASE("device hooks: a second backend for one type is refused; the first stays") {
+  strata::testing::NoCudaBackend no_backend;  // these tests register hooks of their own
   FakeCudaHooks first, second;
   detail::register_device_hooks(kCUDA, &first);
   CHECK_THROWS_WITH_AS(detail::register_device_hooks(kCUDA, &second),
@@ -59,6 +62,7 @@ TEST_CASE("device hooks: a second backend for one type is refused; the first sta
 }
 
 TEST_CASE("device hooks: CPU and Meta take none, and hooks must match their type") {
+  strata::testing::NoCudaBackend no_backend;  // these tests register hooks of their own
   FakeCudaHooks hooks;
   CHECK_THROWS_WITH_AS(detail::register_device_hooks(kCPU, &hooks),
                        "[register_device_hooks] cpu devices are served by tensor/ itself and take no hooks",
@@ -109,6 +113,7 @@ TEST_CASE("device hooks: exchange_device returns the previous device and sets th
 }
 
 TEST_CASE("device hooks: of backends registering at once, exactly one wins") {
+  strata::testing::NoCudaBackend no_backend;  // these tests register hooks of their own
   constexpr int kThreads = 8;
   std::vector<std::unique_ptr<FakeCudaHooks>> candidates;
   for (int i = 0; i < kThreads; ++i) candidates.push_back(std::make_unique<FakeCudaHooks>());

@@ -45,6 +45,7 @@ TEST_CASE("Generator: manual_seed seeds the CPU and every device") {
 }
 
 TEST_CASE("Generator: without a backend, CUDA generators throw and manual_seed seeds the CPU") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK_THROWS_WITH_AS(default_generator(Device(kCUDA)),
                        "[cuda] no CUDA backend is loaded (default_generator needs one)", Error);
   manual_seed(3);

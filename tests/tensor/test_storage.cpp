@@ -227,6 +227,7 @@ TEST_CASE("storage: Meta storages record their size and allocate nothing") {
 }
 
 TEST_CASE("storage: CUDA without a backend throws Error naming it") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK_THROWS_WITH_AS(make_storage(16, Device(kCUDA)), "[cuda] no CUDA backend is loaded (empty needs one)", Error);
   CHECK_THROWS_AS(get_allocator(Device(kCUDA, 1)), Error);
 }

@@ -69,6 +69,7 @@ TEST_CASE("StreamGuard: makes the stream and its device current, then restores b
 }
 
 TEST_CASE("Stream: CUDA streams need the backend") {
+  strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
   CHECK_THROWS_WITH_AS(Stream::create(Device(kCUDA)), "[cuda] no CUDA backend is loaded (Stream.create needs one)",
                        Error);
   CHECK_THROWS_AS(Stream(Device(kCUDA), 0).query(), Error);

@@ -1,0 +1,106 @@
+#pragma once
+// Internal to cuda/ (.cu files only): elementwise kernels over any strides and broadcasting,
+// for every dtype. See Note [Elementwise launches] in operands.h.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <strata/cuda/indexing.h>
+#include <strata/cuda/operands.h>
+#include <strata/cuda/runtime.h>
+#include <strata/tensor/scalar_type.h>
+#include <strata/tensor/tensor.h>
+
+namespace strata::cuda::detail {
+
+// strata's 16-bit floats are bit-compatible with CUDA's; kernels compute them in float.
+template <class T>
+struct DeviceStorage {
+  using type = T;
+};
+template <>
+struct DeviceStorage<Half> {
+  using type = __half;
+};
+template <>
+struct DeviceStorage<BFloat16> {
+  using type = __nv_bfloat16;
+};
+
+template <class T>
+__device__ __forceinline__ compute_type_t<T> load(const void* base, int64_t offset) {
+  const auto value = static_cast<const typename DeviceStorage<T>::type*>(base)[offset];
+  if constexpr (std::is_same_v<T, Half>) return __half2float(value);
+  else if constexpr (std::is_same_v<T, BFloat16>) return __bfloat162float(value);
+  else return value;
+}
+
+template <class T, class V>
+__device__ __forceinline__ void store(void* base, int64_t offset, V value) {
+  auto* data = static_cast<typename DeviceStorage<T>::type*>(base);
+  if constexpr (std::is_same_v<T, Half>) data[offset] = __float2half_rn(static_cast<float>(value));
+  else if constexpr (std::is_same_v<T, BFloat16>) data[offset] = __float2bfloat16_rn(static_cast<float>(value));
+  else data[offset] = static_cast<T>(value);
+}
+
+template <int N>
+struct Pointers {
+  void* data[N];
+};
+
+template <class F, class Out, class... In, size_t... K>
+__device__ __forceinline__ void apply_at_impl(const F& f, const Pointers<1 + sizeof...(In)>& pointers,
+                                         const int64_t* offsets, std::index_sequence<K...>) {
+  store<Out>(pointers.data[0], offsets[0], f(load<In>(pointers.data[K + 1], offsets[K + 1])...));
+}
+
+template <class F, class Out, class... In>
+__global__ void contiguous_kernel(int64_t count, Pointers<1 + sizeof...(In)> pointers, F f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < count; index += step) {
+    int64_t offsets[1 + sizeof...(In)];
+    for (auto& offset : offsets) offset = index;
+    apply_at_impl<F, Out, In...>(f, pointers, offsets, std::index_sequence_for<In...>());
+  }
+}
+
+template <class F, class Out, class... In>
+__global__ void strided_kernel(int64_t count, StridedIndexer<1 + sizeof...(In)> indexer,
+                               Pointers<1 + sizeof...(In)> pointers, F f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; index < count; index += step) {
+    int64_t offsets[1 + sizeof...(In)];
+    indexer.offsets(index, offsets);
+    apply_at_impl<F, Out, In...>(f, pointers, offsets, std::index_sequence_for<In...>());
+  }
+}
+
+// out[i] = f(inputs[i]...) with out of dtype Out and the inputs of dtypes In... (broadcast to
+// out's sizes), on out's device and that thread's current stream. f takes and returns compute
+// types (float for the 16-bit floats); its result is converted to Out.
+template <class Out, class... In, class F, class... Inputs>
+void launch_elementwise(const char* op, const F& f, const Tensor& out, const Inputs&... inputs) {
+  static_assert(sizeof...(In) == sizeof...(Inputs), "one dtype per input");
+  constexpr int kOperands = 1 + sizeof...(In);
+  const int64_t count = out.numel();
+  if (count == 0) return;
+  const int device = out.device().index();
+  DeviceScope scope(device);
+  const cudaStream_t stream = current_native_stream(device);
+  const std::array<const Tensor*, kOperands> operands{&out, &inputs...};
+  const Pointers<kOperands> pointers{{out.data_ptr(), inputs.data_ptr()...}};
+  const LaunchShape shape = launch_shape(count);
+  if (all_contiguous(operands.data(), kOperands)) {
+    contiguous_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(count, pointers, f);
+  } else {
+    const StridedIndexer<kOperands> indexer = make_indexer<kOperands>(op, operands);
+    strided_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(count, indexer, pointers, f);
+  }
+  check_cuda(cudaGetLastError(), op);
+}
+
+}  // namespace strata::cuda::detail

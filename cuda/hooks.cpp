@@ -1,0 +1,162 @@
+// The CUDA backend's DeviceHooks: devices, streams, events, copies, allocators, generators.
+// See Note [Device hooks] in tensor/device_hooks.cpp.
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <strata/cuda/allocator.h>
+#include <strata/cuda/runtime.h>
+#include <strata/tensor/device_hooks.h>
+#include <strata/tensor/errors.h>
+
+namespace strata::cuda::detail {
+namespace {
+
+// Note [No GPU is not an error]
+// On a machine without a GPU, or without a driver new enough for this runtime,
+// cudaGetDeviceCount fails ("CUDA driver version is insufficient for CUDA runtime version").
+// strata still loads and runs on the CPU: the backend reports 0 devices and keeps the
+// runtime's words, which every CUDA call then throws as "[cuda] CUDA is not available: ...".
+// The runtime is asked once, on first use, not when the library loads.
+struct DeviceCount {
+  int count = 0;
+  std::string unavailable_reason;
+};
+
+const DeviceCount& device_count_once() {
+  static const DeviceCount answer = [] {
+    DeviceCount result;
+    const cudaError_t status = cudaGetDeviceCount(&result.count);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      result.count = 0;
+      result.unavailable_reason = cudaGetErrorString(status);
+    } else if (result.count == 0) {
+      result.unavailable_reason = "no CUDA device was found";
+    } else if (result.count > kMaxDevices) {
+      result.count = kMaxDevices;  // the rest are not served
+    }
+    return result;
+  }();
+  return answer;
+}
+
+cudaStream_t native(const Stream& stream) { return native_stream(stream.device().index(), stream.id()); }
+
+class CudaHooks final : public DeviceHooks {
+ public:
+  DeviceType type() const override { return kCUDA; }
+  int device_count() const override { return device_count_once().count; }
+  std::string unavailable_reason() const override { return device_count_once().unavailable_reason; }
+
+  int current_device() const override { return detail::current_device(); }
+  void set_device(int index) const override { check_cuda(cudaSetDevice(index), "cuda.set_device"); }
+
+  Stream default_stream(int device) const override { return Stream(Device(kCUDA, device), 0); }
+  Stream current_stream(int device) const override { return Stream(Device(kCUDA, device), current_stream_id(device)); }
+  Stream exchange_stream(const Stream& stream) const override {
+    const int device = stream.device().index();
+    return Stream(Device(kCUDA, device), exchange_current_stream_id(device, stream.id()));
+  }
+  Stream create_stream(int device) const override { return Stream(Device(kCUDA, device), create_pool_stream(device)); }
+  bool query_stream(const Stream& stream) const override {
+    const cudaError_t status = cudaStreamQuery(native(stream));
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    check_cuda(status, "Stream.query");
+    return true;
+  }
+  void synchronize_stream(const Stream& stream) const override {
+    check_cuda(cudaStreamSynchronize(native(stream)), "Stream.synchronize");
+  }
+
+  void record_event(void** event, const Stream& stream, bool enable_timing) const override {
+    DeviceScope scope(stream.device().index());
+    if (!*event) {
+      cudaEvent_t created = nullptr;
+      check_cuda(cudaEventCreateWithFlags(&created, enable_timing ? cudaEventDefault : cudaEventDisableTiming),
+                 "Event.record");
+      *event = created;
+    }
+    check_cuda(cudaEventRecord(static_cast<cudaEvent_t>(*event), native(stream)), "Event.record");
+  }
+  void block_event(void* event, const Stream& stream) const override {
+    DeviceScope scope(stream.device().index());
+    check_cuda(cudaStreamWaitEvent(native(stream), static_cast<cudaEvent_t>(event), 0), "Event.block");
+  }
+  bool query_event(void* event) const override {
+    const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    check_cuda(status, "Event.query");
+    return true;
+  }
+  void synchronize_event(void* event) const override {
+    check_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "Event.synchronize");
+  }
+  double elapsed_time(void* start, void* end) const override {
+    float milliseconds = 0;
+    check_cuda(cudaEventElapsedTime(&milliseconds, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+               "Event.elapsed_time");
+    return milliseconds;
+  }
+  void destroy_event(void* event, int device) const noexcept override {
+    if (!event) return;
+    int previous = 0;
+    if (cudaGetDevice(&previous) == cudaSuccess && previous != device) (void)cudaSetDevice(device);
+    (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+    if (previous != device) (void)cudaSetDevice(previous);
+  }
+
+  void synchronize(int device) const override {
+    DeviceScope scope(device);
+    check_cuda(cudaDeviceSynchronize(), "cuda.synchronize");
+  }
+
+  Allocator* allocator(int device) const override { return device_allocator(device); }
+  MemoryStats memory_stats(int device) const override { return device_memory_stats(device); }
+  void empty_cache() const override { empty_device_cache(); }
+
+  Generator& default_generator(int device) const override {
+    std::call_once(generators_created_, [this] {
+      for (int index = 0; index < device_count(); ++index)
+        generators_[static_cast<size_t>(index)] = std::make_unique<PhiloxGenerator>(Device(kCUDA, index));
+    });
+    return *generators_[static_cast<size_t>(device)];
+  }
+
+  void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                  const Stream* stream, bool non_blocking) const override;
+
+ private:
+  mutable std::once_flag generators_created_;
+  mutable std::array<std::unique_ptr<PhiloxGenerator>, kMaxDevices> generators_;
+};
+
+// Host <-> device copies go on the device's stream. Between two devices the copy runs on the
+// source's stream and, to keep the destination's stream from reading too early, the host waits
+// for it: non_blocking applies to host <-> device copies only.
+void CudaHooks::copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                           const Stream* stream, bool non_blocking) const {
+  const Device device = src_device.is_cuda() ? src_device : dst_device;
+  DeviceScope scope(device.index());
+  const cudaStream_t native_stream = stream ? native(*stream) : current_native_stream(device.index());
+  if (src_device.is_cuda() && dst_device.is_cuda() && src_device != dst_device) {
+    check_cuda(cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(), nbytes, native_stream), "copy_");
+    non_blocking = false;
+  } else {
+    check_cuda(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, native_stream), "copy_");
+  }
+  if (!non_blocking) check_cuda(cudaStreamSynchronize(native_stream), "copy_");
+}
+
+const CudaHooks cuda_hooks;
+const strata::detail::DeviceHooksRegistration registration(kCUDA, &cuda_hooks);
+
+}  // namespace
+}  // namespace strata::cuda::detail
