@@ -14,16 +14,15 @@ namespace {
 
 using cuda::detail::ArithmeticOps;
 using cuda::detail::sum_acc_t;
-using shapes::ReduceShape;
 using shapes::reduce_shape;
+using shapes::ReduceShape;
 
 // out = the sum (or product) of `input` over `shape`, divided by `divisor` when floating (a
 // mean). The input already has the dtype to accumulate from: out's dtype, or any integral
 // dtype (bool included) for an int64 sum. Compute functions get `out` with any strides and
 // write it directly (the plan knows its strides).
 template <bool multiply>
-void arithmetic_into(const char* op, const Tensor& out, const Tensor& input, const ReduceShape& shape,
-                     double divisor) {
+void arithmetic_into(const char* op, const Tensor& out, const Tensor& input, const ReduceShape& shape, double divisor) {
   if (out.numel() == 0) return;
   const cuda::detail::ReducePlan plan = cuda::detail::plan_reduction(op, input, shape, {&out, &out});
   const int device = out.device().index();
@@ -87,15 +86,16 @@ void prod_dim_out_cuda(const Tensor& out, const Tensor& self, int64_t dim, bool 
 }  // namespace
 
 STRATA_LIBRARY_IMPL(strata, CUDA, m) {
-  using detail::structured, detail::structured_out;
   using cuda::detail::copy_kernel;
+  using detail::structured, detail::structured_out;
   m.impl("sum", structured<&shapes::sum, &sum_out_cuda>());
   m.impl("sum.dim_IntList", structured<&shapes::sum_dim_IntList, &sum_dim_out_cuda>());
   m.impl("mean", structured<&shapes::mean, &mean_out_cuda>());
   m.impl("mean.dim", structured<&shapes::mean_dim, &mean_dim_out_cuda>());
   m.impl("prod", structured<&shapes::prod, &prod_out_cuda>());
   m.impl("prod.dim_int", structured<&shapes::prod_dim_int, &prod_dim_out_cuda>());
-  m.impl("sum.IntList_out", structured_out<&shapes::sum_dim_IntList, &sum_dim_out_cuda, "sum.IntList_out", &copy_kernel>());
+  m.impl("sum.IntList_out",
+         structured_out<&shapes::sum_dim_IntList, &sum_dim_out_cuda, "sum.IntList_out", &copy_kernel>());
   m.impl("mean.out", structured_out<&shapes::mean_dim, &mean_dim_out_cuda, "mean.out", &copy_kernel>());
 }
 

@@ -4,6 +4,7 @@
 // atomics, so every result is deterministic. See Note [Reduction plans] and Note [Reduction
 // launch shape] in reduce_plan.h, and Note [Reduction ops] below.
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include <strata/cuda/copy.h>
@@ -73,7 +74,7 @@ __device__ Acc block_all_reduce(const Ops& ops, Acc acc) {
 }
 
 template <class Ops>
-__global__ void reduce_kernel(ReducePlan plan, const void* input, Ops ops) {
+__global__ void __launch_bounds__(kMaxGroupSize) reduce_kernel(ReducePlan plan, const void* input, Ops ops) {
   using Acc = typename Ops::Acc;
   __shared__ Acc partials[kMaxWarpsPerBlock];
   const int lane = threadIdx.x, group_size = blockDim.x;
@@ -120,8 +121,8 @@ inline ReducePlan plan_reduction(const char* op, const Tensor& input, const shap
     output_ndim = static_cast<int>(output->dim());
   }
   ReduceDim dims[64];
-  describe_reduce_dims(ndim, input.sizes().data(), input.strides().data(), shape.reduced.data(), count,
-                       output_strides, output_ndim, dims);
+  describe_reduce_dims(ndim, input.sizes().data(), input.strides().data(), shape.reduced.data(), count, output_strides,
+                       output_ndim, dims);
   return make_reduce_plan(op, dims, ndim);
 }
 
@@ -136,7 +137,8 @@ inline Tensor dense_as(const Tensor& t, ScalarType dtype) {
 // Where a kernel writing dense `dtype` memory puts the values of `out`: out itself when it is
 // contiguous of that dtype, else a temporary that write_back copies into out.
 inline Tensor dense_destination(const Tensor& out, ScalarType dtype) {
-  return out.dtype() == dtype && out.is_contiguous() ? out : strata::detail::make_empty(out.sizes(), dtype, out.device());
+  return out.dtype() == dtype && out.is_contiguous() ? out
+                                                     : strata::detail::make_empty(out.sizes(), dtype, out.device());
 }
 inline void write_back(const Tensor& out, const Tensor& dense) {
   if (!dense.is_same(out)) copy_kernel(out, dense);
@@ -168,7 +170,7 @@ struct ArithmeticOps {
 // The accumulation type of a sum or product of T: uint64 for integers and bool, double for
 // double, float otherwise.
 template <class T>
-using sum_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t,
-                                     std::conditional_t<std::is_same_v<T, double>, double, float>>;
+using sum_acc_t =
+    std::conditional_t<std::is_integral_v<T>, uint64_t, std::conditional_t<std::is_same_v<T, double>, double, float>>;
 
 }  // namespace strata::cuda::detail
