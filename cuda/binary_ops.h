@@ -23,23 +23,25 @@ struct WithScalar {
 };
 
 // ---------------------------------------------------------------------------------------
-// Arithmetic (ops/pointwise.cpp): integers wrap; alpha multiplies other without fusing into
-// the add (Note [No fused multiply-add]), so alpha = 1 gives exactly x + y. div is true
-// division, on floating compute types only (integral inputs were promoted to float32).
+// Arithmetic (ops/pointwise.cpp): integers wrap; div is true division, on floating compute
+// types only (integral inputs were promoted to float32). alpha * y fuses into the add (Note
+// [Fused multiply-add] in unary_ops.h).
 
 template <class C>
 struct AddOp {
   C alpha;
-  STRATA_HOST_DEVICE C operator()(C x, C y) const { return wrapping_add(x, scaled(y)); }
-  STRATA_HOST_DEVICE C scaled(C y) const {
-    if constexpr (std::is_integral_v<C>) return wrapping_mul(alpha, y);
-    else return rounded_product(alpha, y);
+  STRATA_HOST_DEVICE C operator()(C x, C y) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fma(alpha, y, x);
+    else return wrapping_add(x, wrapping_mul(alpha, y));
   }
 };
 template <class C>
 struct SubOp {
   C alpha;
-  STRATA_HOST_DEVICE C operator()(C x, C y) const { return wrapping_sub(x, AddOp<C>{alpha}.scaled(y)); }
+  STRATA_HOST_DEVICE C operator()(C x, C y) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fma(-alpha, y, x);
+    else return wrapping_sub(x, wrapping_mul(alpha, y));
+  }
 };
 template <class C>
 struct MulOp {

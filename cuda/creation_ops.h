@@ -25,21 +25,20 @@ struct ArangeIntegralOp {
   }
 };
 
-// Otherwise in double, rounded as the CPU rounds (Note [No fused multiply-add]).
+// Otherwise in double, rounded as the CPU rounds (Note [Fused multiply-add] in unary_ops.h).
 struct ArangeFloatingOp {
   double start, step;
-  STRATA_HOST_DEVICE double operator()(int64_t index) const {
-    return start + rounded_product(static_cast<double>(index), step);
-  }
+  STRATA_HOST_DEVICE double operator()(int64_t index) const { return std::fma(static_cast<double>(index), step, start); }
 };
 
-// The first half counts up from start, the second down from end, so both ends are exact.
+// The first half counts up from start, the second down from end, so both ends are exact
+// (fused as on the CPU: Note [Fused multiply-add] in unary_ops.h).
 struct LinspaceOp {
   double start, end, step;
   int64_t steps, half;
   STRATA_HOST_DEVICE double operator()(int64_t index) const {
-    return index < half ? start + rounded_product(step, static_cast<double>(index))
-                        : end - rounded_product(step, static_cast<double>(steps - 1 - index));
+    return index < half ? std::fma(step, static_cast<double>(index), start)
+                        : std::fma(-step, static_cast<double>(steps - 1 - index), end);
   }
 };
 

@@ -37,21 +37,11 @@ STRATA_HOST_DEVICE constexpr C wrapping_mul(C x, C y) {
   else return static_cast<C>(x * y);
 }
 
-// Note [No fused multiply-add]
-// nvcc contracts a * b + c into one fused multiply-add by default, which rounds once where
-// the CPU (ISO C++, no contraction) rounds twice. Results the CPU computes exactly up to its
-// two roundings (add with alpha, arange, linspace) would then differ in the last bit, so
-// their products go through rounded_product, which the compiler may not fuse.
-template <class C>
-STRATA_HOST_DEVICE inline C rounded_product(C a, C b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<C, float>) return __fmul_rn(a, b);
-  else if constexpr (std::is_same_v<C, double>) return __dmul_rn(a, b);
-  else return a * b;
-#else
-  return a * b;
-#endif
-}
+// Note [Fused multiply-add]
+// The CPU build (GCC with -march=native, contraction on) compiles x + a * b into one fused
+// multiply-add, rounding once. Kernels whose CPU results are exact up to that rounding (add
+// and sub with alpha, arange, linspace) call fma explicitly, so that they round the same way
+// whatever nvcc decides to contract; alpha = 1 still gives exactly x + y.
 
 template <class C>
 STRATA_HOST_DEVICE constexpr bool is_nan(C x) {
