@@ -28,7 +28,9 @@ struct ArangeIntegralOp {
 // Otherwise in double, rounded as the CPU rounds (Note [Fused multiply-add] in unary_ops.h).
 struct ArangeFloatingOp {
   double start, step;
-  STRATA_HOST_DEVICE double operator()(int64_t index) const { return std::fma(static_cast<double>(index), step, start); }
+  STRATA_HOST_DEVICE double operator()(int64_t index) const {
+    return std::fma(static_cast<double>(index), step, start);
+  }
 };
 
 // The first half counts up from start, the second down from end, so both ends are exact

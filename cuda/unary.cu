@@ -111,7 +111,8 @@ STRATA_LIBRARY_IMPL(strata, CUDA, m) {
   m.impl("gelu", structured<&shapes::gelu, &gelu_out_cuda>());
   m.impl("gelu_backward", structured<&shapes::gelu_backward, &gelu_backward_out_cuda>());
   m.impl("clamp", structured<&shapes::clamp, &clamp_out_cuda>());
-  m.impl("relu_", structured_in_place<&shapes::relu_in_place, &unary_out_cuda<ReluOp, no_bool>, "relu_", &copy_kernel>());
+  m.impl("relu_",
+         structured_in_place<&shapes::relu_in_place, &unary_out_cuda<ReluOp, no_bool>, "relu_", &copy_kernel>());
   m.impl("clamp_", structured_in_place<&shapes::clamp_in_place, &clamp_out_cuda, "clamp_", &copy_kernel>());
   m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cuda, "zero_", &copy_kernel>());
   m.impl("fill_.Scalar", structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cuda, "fill_", &copy_kernel>());

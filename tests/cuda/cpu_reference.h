@@ -51,8 +51,8 @@ bool close(T a, T b, double tolerance) {
 template <class T>
 std::vector<T> integer_edges() {
   using Limits = std::numeric_limits<T>;
-  std::vector<T> values = {Limits::min(), static_cast<T>(Limits::min() + 1), T(0), T(1), static_cast<T>(Limits::max() - 1),
-                           Limits::max()};
+  std::vector<T> values = {Limits::min(), static_cast<T>(Limits::min() + 1), T(0),
+                           T(1),           static_cast<T>(Limits::max() - 1), Limits::max()};
   if constexpr (std::is_signed_v<T>) values.push_back(T(-1));
   return values;
 }

@@ -95,7 +95,8 @@ TEST_CASE("binary_ops: integer pow wraps and treats negative exponents like the 
   check_pairs<int32_t>(PowOp{}, [](const Tensor& a, const Tensor& b) { return pow(a, b); }, bases, exponents);
   const std::vector<int8_t> small_bases = {-128, -5, -1, 0, 1, 3, 127};
   const std::vector<int8_t> small_exponents = {-1, 0, 1, 2, 7, 8};
-  check_pairs<int8_t>(PowOp{}, [](const Tensor& a, const Tensor& b) { return pow(a, b); }, small_bases, small_exponents);
+  check_pairs<int8_t>(PowOp{}, [](const Tensor& a, const Tensor& b) { return pow(a, b); }, small_bases,
+                      small_exponents);
   const std::vector<uint8_t> unsigned_bases = {0, 1, 2, 3, 255};
   check_pairs<uint8_t>(PowOp{}, [](const Tensor& a, const Tensor& b) { return pow(a, b); }, unsigned_bases,
                        unsigned_bases);
@@ -147,7 +148,7 @@ TEST_CASE("binary_ops: comparisons, logical_not, where and masked_fill agree wit
   const std::vector<int64_t> integers = integer_edges<int64_t>();
   check_pairs<int64_t>(CompareOp{Comparison::lt}, Cpu{&lt}, integers, integers);
   const std::vector<bool> not_expected = cpu_values<bool>(logical_not(cpu_tensor(values)));
-  for (size_t i = 0; i < values.size(); ++i) CHECK(LogicalNotOp{}(values[i]) == not_expected[i]);  // NaN is true
+  for (size_t i = 0; i < values.size(); ++i) CHECK(LogicalNotOp{}(values[i]) == not_expected[i]);  // NaN counts as true
   CHECK(WhereOp{}(true, 1.5, 2.5) == 1.5);
   CHECK(WhereOp{}(false, int8_t{1}, int8_t{-2}) == int8_t{-2});
   CHECK(MaskedFillOp<float>{7.0f}(true, 1.0f) == 7.0f);

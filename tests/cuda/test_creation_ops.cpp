@@ -43,7 +43,8 @@ TEST_CASE("creation_ops: arange matches the CPU for integer and floating ranges"
 TEST_CASE("creation_ops: linspace matches the CPU, both ends exact") {
   for (const int64_t steps : {1, 2, 3, 7, 100, 1001}) {
     INFO(steps, " steps");
-    check_indexed(linspace_op(-1.3, 2.9, steps), cpu_values<double>(linspace(-1.3, 2.9, steps, TensorOptions(kFloat64))));
+    check_indexed(linspace_op(-1.3, 2.9, steps),
+                  cpu_values<double>(linspace(-1.3, 2.9, steps, TensorOptions(kFloat64))));
     check_indexed(linspace_op(0.0, 1.0, steps), cpu_values<float>(linspace(0.0, 1.0, steps)));
     check_indexed(linspace_op(-5, 17, steps), cpu_values<int32_t>(linspace(-5, 17, steps, TensorOptions(kInt32))));
   }
