@@ -20,7 +20,7 @@ target_compile_options(strata_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>
   $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror --expt-relaxed-constexpr --extended-lambda>)
 set_target_properties(strata_cuda PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0
-                      CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
+                      CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY None)
 
 set(CMAKE_LINK_LIBRARY_USING_STRATA_NO_AS_NEEDED
     "LINKER:--push-state,--no-as-needed" "<LINK_ITEM>" "LINKER:--pop-state")

@@ -25,9 +25,13 @@ class CudaRawMemory final : public RawMemory {
     check_cuda(status, "cuda.malloc");
     return data;
   }
+  // Runs inside storage deleters, possibly while the process exits and the runtime is being
+  // torn down: failures are dropped, never thrown.
   void free(int device, void* data) override {
-    DeviceScope scope(device);
-    check_cuda(cudaFree(data), "cuda.free");
+    int previous = -1;
+    if (cudaGetDevice(&previous) == cudaSuccess && previous != device) (void)cudaSetDevice(device);
+    if (cudaFree(data) != cudaSuccess) (void)cudaGetLastError();
+    if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
   }
   void* record_event(int device, StreamId stream) override {
     DeviceScope scope(device);

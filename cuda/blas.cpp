@@ -10,16 +10,6 @@
 #include <strata/cuda/runtime.h>
 #include <strata/tensor/errors.h>
 
-namespace strata::cuda {
-namespace {
-std::atomic<bool> tf32_allowed{false};  // See Note [TF32 in matmul]
-}  // namespace
-
-void set_allow_tf32(bool allow) { tf32_allowed.store(allow, std::memory_order_relaxed); }
-bool allow_tf32() { return tf32_allowed.load(std::memory_order_relaxed); }
-
-}  // namespace strata::cuda
-
 namespace strata::cuda::detail {
 namespace {
 

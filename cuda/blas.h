@@ -7,20 +7,9 @@
 #include <string_view>
 
 #include <strata/cuda/gemm_layout.h>
+#include <strata/tensor/cuda.h>
 #include <strata/tensor/scalar_type.h>
 
-namespace strata::cuda {
-
-// Note [TF32 in matmul]
-// Ampere and later GPUs can multiply float32 matrices in TF32 (10-bit mantissa inputs, float
-// accumulation): several times faster, about 1e-3 relative error. As in PyTorch
-// (torch.backends.cuda.matmul.allow_tf32), it is off by default, so float32 products stay
-// within float32 rounding of the CPU's; set_allow_tf32(true) lets float32 GEMMs (matmul, mm,
-// bmm, linear, conv2d) use it. Process-wide, read at each call.
-void set_allow_tf32(bool allow);
-bool allow_tf32();
-
-}  // namespace strata::cuda
 
 namespace strata::cuda::detail {
 

@@ -27,30 +27,6 @@ using ConvShape = shapes::ConvGeometry;
 using cuda::detail::ColumnsGeometry;
 using cuda::detail::DeviceStorage;
 
-// ops/conv.cpp's optional_outputs adapter (Note [Optional outputs] there), which sits in that
-// file's anonymous namespace: the same behaviour, so _conv2d_backward's CUDA kernel is made
-// exactly like its CPU one. (To move into ops/structured.h when the integrator does.)
-// An output the shape function describes, or undefined.
-inline Tensor output_for(const std::optional<TensorMeta>& meta) { return meta ? detail::empty_from_meta(*meta) : Tensor(); }
-
-template <auto Shape, auto Compute, class Sig = decltype(Shape)>
-struct OptionalOutputs;
-
-template <auto Shape, auto Compute, size_t N, class... Args>
-struct OptionalOutputs<Shape, Compute, std::array<std::optional<TensorMeta>, N> (*)(Args...)> {
-  template <size_t... I>
-  static auto run(const std::array<std::optional<TensorMeta>, N>& metas, std::index_sequence<I...>, Args... args) {
-    auto outs = std::make_tuple(output_for(metas[I])...);  // (nvcc's host pass loses decltype(I, Tensor()) packs)
-    Compute(std::get<I>(outs)..., args...);
-    return outs;
-  }
-  static auto kernel(Args... args) { return run(Shape(args...), std::make_index_sequence<N>(), args...); }
-};
-
-template <auto Shape, auto Compute>
-constexpr auto optional_outputs() {
-  return &OptionalOutputs<Shape, Compute>::kernel;
-}
 
 __device__ __forceinline__ int64_t grid_start() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t grid_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
@@ -376,7 +352,7 @@ void max_pool2d_backward_out_cuda(const Tensor& grad_input, const Tensor& grad, 
 STRATA_LIBRARY_IMPL(strata, CUDA, m) {
   using detail::structured;
   m.impl("conv2d", structured<&shapes::conv2d, &conv2d_out_cuda>());
-  m.impl("_conv2d_backward", optional_outputs<&shapes::_conv2d_backward, &conv2d_backward_out_cuda>());
+  m.impl("_conv2d_backward", detail::optional_outputs<&shapes::_conv2d_backward, &conv2d_backward_out_cuda>());
   m.impl("max_pool2d_with_indices", structured<&shapes::max_pool2d_with_indices, &max_pool2d_out_cuda>());
   m.impl("max_pool2d_with_indices_backward",
          structured<&shapes::max_pool2d_with_indices_backward, &max_pool2d_backward_out_cuda>());

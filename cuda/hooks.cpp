@@ -6,6 +6,7 @@
 #include <string>
 
 #include <strata/cuda/allocator.h>
+#include <strata/cuda/host_allocator.h>
 #include <strata/cuda/runtime.h>
 #include <strata/tensor/device_hooks.h>
 #include <strata/tensor/errors.h>
@@ -50,7 +51,11 @@ class CudaHooks final : public DeviceHooks {
   int device_count() const override { return device_count_once().count; }
   std::string unavailable_reason() const override { return device_count_once().unavailable_reason; }
 
-  int current_device() const override { return detail::current_device(); }
+  int current_device() const override {
+    // Callers ask before they check the range: without a device, say why there is none.
+    strata::detail::check_device_in_range(*this, Device(kCUDA), "cuda.current_device");
+    return detail::current_device();
+  }
   void set_device(int index) const override { check_cuda(cudaSetDevice(index), "cuda.set_device"); }
 
   Stream default_stream(int device) const override { return Stream(Device(kCUDA, device), 0); }
@@ -120,7 +125,10 @@ class CudaHooks final : public DeviceHooks {
 
   Allocator* allocator(int device) const override { return device_allocator(device); }
   MemoryStats memory_stats(int device) const override { return device_memory_stats(device); }
-  void empty_cache() const override { empty_device_cache(); }
+  void empty_cache() const override {
+    empty_device_cache();
+    empty_host_cache();
+  }
 
   Generator& default_generator(int device) const override {
     std::call_once(generators_created_, [this] {
@@ -128,6 +136,16 @@ class CudaHooks final : public DeviceHooks {
         generators_[static_cast<size_t>(index)] = std::make_unique<PhiloxGenerator>(Device(kCUDA, index));
     });
     return *generators_[static_cast<size_t>(device)];
+  }
+
+  Allocator* host_allocator() const override { return detail::host_allocator(); }
+  bool is_pinned(const void* data) const override { return detail::is_pinned(data); }
+  void record_stream(void* data, const Stream& stream) const override {
+    if (detail::is_pinned(data)) {
+      record_host_use(data, stream.device().index(), native(stream));
+      return;
+    }
+    detail::record_stream(data, stream.device().index(), stream.id());
   }
 
   void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
@@ -138,7 +156,7 @@ class CudaHooks final : public DeviceHooks {
   mutable std::array<std::unique_ptr<PhiloxGenerator>, kMaxDevices> generators_;
 };
 
-// Host <-> device copies go on the device's stream. Between two devices the copy runs on the
+// Host <-> device copies go on the device's stream (see Note [Pinned host memory]). Between two devices the copy runs on the
 // source's stream and, to keep the destination's stream from reading too early, the host waits
 // for it: non_blocking applies to host <-> device copies only.
 void CudaHooks::copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
@@ -151,6 +169,8 @@ void CudaHooks::copy_bytes(void* dst, Device dst_device, const void* src, Device
     non_blocking = false;
   } else {
     check_cuda(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, native_stream), "copy_");
+    // A pinned host block must outlive the copy even if its tensor dies first.
+    if (non_blocking) record_host_use(src_device.is_cpu() ? src : dst, device.index(), native_stream);
   }
   if (!non_blocking) check_cuda(cudaStreamSynchronize(native_stream), "copy_");
 }

@@ -3,6 +3,7 @@
 // and need none). Shape functions are ops/shapes/loss.h's; reductions are deterministic
 // (cuda/reduce.cuh, no atomics) and accumulate in double as the CPU does.
 #include <strata/cuda/copy.h>
+#include <strata/cuda/index_check.cuh>
 #include <strata/cuda/reduce.cuh>
 #include <strata/dispatch/library.h>
 #include <strata/ops/shapes/loss.h>
@@ -19,8 +20,8 @@ using cuda::detail::store;
 using cuda::detail::write_back;
 
 // ---------------------------------------------------------------------------------------
-// nll_loss. See Note [nll_loss shapes] in ops/shapes/loss.h. Targets out of range give NaN
-// (Note [CUDA index checks] in cuda/nn.cu) instead of the CPU's IndexError.
+// nll_loss. See Note [nll_loss shapes] in ops/shapes/loss.h. Targets are checked on the device
+// (Note [CUDA index checks] in index_check.cuh).
 
 struct LossTotals {
   double loss, weight;
@@ -46,9 +47,9 @@ __global__ void __launch_bounds__(kNllThreads)
     const int64_t t = target[position], n = position / inner, i = position % inner;
     double loss = 0;
     if (t != ignore_index) {
-      const bool valid = t >= 0 && t < classes;
-      const double w = !valid ? static_cast<double>(NAN) : weights ? weights[t] : 1.0;
-      loss = valid ? -w * static_cast<double>(load<T>(input, (n * classes + t) * inner + i)) : w;
+      cuda::detail::check_index("nll_loss", t, 1, classes);
+      const double w = weights ? weights[t] : 1.0;
+      loss = -w * static_cast<double>(load<T>(input, (n * classes + t) * inner + i));
       totals.weight += w;
     }
     if (losses) store<T>(losses, position, loss);
@@ -88,7 +89,7 @@ void nll_loss_forward_out_cuda(const Tensor& output, const Tensor& total_weight,
 }
 
 // grad_input[n, t, i] = -w[t] * grad (/ total_weight for Mean); zero elsewhere and where
-// ignored; a NaN column where the target is out of range. total_weight is read on the device.
+// ignored. total_weight is read on the device.
 template <class T>
 __global__ void nll_loss_backward_kernel(const double* grad, const int64_t* target, const double* weights,
                                          const double* total_weight, void* grad_input, int64_t batch, int64_t classes,
@@ -99,10 +100,7 @@ __global__ void nll_loss_backward_kernel(const double* grad, const int64_t* targ
        position += step) {
     const int64_t t = target[position], n = position / inner, i = position % inner;
     if (t == ignore_index) continue;
-    if (t < 0 || t >= classes) {
-      for (int64_t c = 0; c < classes; ++c) store<T>(grad_input, (n * classes + c) * inner + i, NAN);
-      continue;
-    }
+    cuda::detail::check_index("nll_loss_backward", t, 1, classes);
     const double upstream = reduction == 0 ? grad[position] : grad[0];
     store<T>(grad_input, (n * classes + t) * inner + i, -(weights ? weights[t] : 1.0) * upstream * scale);
   }

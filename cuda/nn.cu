@@ -3,6 +3,7 @@
 // The row kernels give one block to each row and combine with cuda/reduce.cuh's
 // block_all_reduce (warp shuffles, then shared memory), so results are deterministic.
 #include <strata/cuda/copy.h>
+#include <strata/cuda/index_check.cuh>
 #include <strata/cuda/philox.h>
 #include <strata/cuda/reduce.cuh>
 #include <strata/dispatch/library.h>
@@ -277,34 +278,17 @@ void native_layer_norm_out_cuda(const Tensor& output, const Tensor& mean, const 
 }
 
 // ---------------------------------------------------------------------------------------
-// embedding. Note [CUDA index checks]
-// The CPU checks every index and throws IndexError. A CUDA kernel cannot throw, and checking
-// on the host would mean copying the indices back and waiting for the device on every call
-// (PyTorch instead stops the kernel with a device assert, which leaves the CUDA context unusable).
-// Here the kernels never read outside the table: an out-of-range index yields a poisoned
-// result instead of an error. embedding fills that row with NaN (zeros for integral weights);
-// nll_loss (cuda/loss.cu) gives the sample a NaN loss and weight, and a NaN gradient row.
-// Callers that need the error check their indices (one min/max and a sync) before the call.
-
-// The bits an out-of-range row is filled with: a quiet NaN for floating dtypes, else zeros.
-uint64_t poison_bits(ScalarType dtype) {
-  switch (dtype) {
-    case kFloat16: return 0x7E00u;
-    case kBFloat16: return 0x7FC0u;
-    case kFloat32: return 0x7FC00000u;
-    case kFloat64: return 0x7FF8000000000000ull;
-    default: return 0;
-  }
-}
+// embedding. Indices are checked on the device (Note [CUDA index checks] in index_check.cuh).
 
 // Copies whole elements as Word (an unsigned integer of the element's size): dtype-blind.
 template <class Word, class Index>
 __global__ void embedding_kernel(int64_t count, int64_t dim, const Index* indices, const Word* table, int64_t rows,
-                                 int64_t row_stride, int64_t column_stride, Word* out, Word poison) {
+                                 int64_t row_stride, int64_t column_stride, Word* out) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += step) {
     const int64_t row = static_cast<int64_t>(indices[e / dim]);
-    out[e] = row >= 0 && row < rows ? table[row * row_stride + e % dim * column_stride] : poison;
+    cuda::detail::check_index("embedding", row, 0, rows);
+    out[e] = table[row * row_stride + e % dim * column_stride];
   }
 }
 
@@ -315,16 +299,13 @@ void launch_embedding(const Tensor& out, const Tensor& weight, const Tensor& ind
   const cudaStream_t stream = cuda::detail::current_native_stream(out.device().index());
   const auto* table = static_cast<const Word*>(weight.data_ptr());
   auto* result = static_cast<Word*>(out.data_ptr());
-  const Word poison = static_cast<Word>(poison_bits(weight.dtype()));
   visit_dtype(indices.dtype(), [&]<class Index>() {
     if constexpr (std::is_same_v<Index, int32_t> || std::is_same_v<Index, int64_t>)
       embedding_kernel<Word, Index><<<static_cast<unsigned>(shape.blocks), shape.threads, 0, stream>>>(
-          count, dim, indices.data_ptr<Index>(), table, weight.sizes()[0], weight.stride(0), weight.stride(1), result,
-          poison);
+          count, dim, indices.data_ptr<Index>(), table, weight.sizes()[0], weight.stride(0), weight.stride(1), result);
   });
 }
 
-// See Note [CUDA index checks]: out-of-range indices give NaN rows, not an IndexError.
 void embedding_out_cuda(const Tensor& out, const Tensor& weight, const Tensor& indices, int64_t, bool, bool) {
   if (out.numel() == 0) return;
   const Tensor dest = dense_destination(out, out.dtype());

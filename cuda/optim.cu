@@ -22,24 +22,6 @@ namespace {
 
 using cuda::detail::DeviceStorage;
 
-// ops/optim.cpp's checked_update adapter (Note [Checked updates] there), which sits in that
-// file's anonymous namespace: check, then compute. (To move into a header in ops/ when the
-// integrator does.)
-template <auto Check, auto Compute, class Sig = decltype(Check)>
-struct CheckedUpdate;
-
-template <auto Check, auto Compute, class... Args>
-struct CheckedUpdate<Check, Compute, void (*)(Args...)> {
-  static void kernel(Args... args) {
-    Check(args...);
-    Compute(args...);
-  }
-};
-
-template <auto Check, auto Compute>
-constexpr auto checked_update() {
-  return &CheckedUpdate<Check, Compute>::kernel;
-}
 
 // ---------------------------------------------------------------------------------------
 // Multi-tensor metadata. See Note [Multi-tensor launches] in optim_step.h.
@@ -203,8 +185,8 @@ void fused_adam_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_
 }  // namespace
 
 STRATA_LIBRARY_IMPL(strata, CUDA, m) {
-  m.impl("_fused_sgd_", checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cuda>());
-  m.impl("_fused_adam_", checked_update<&shapes::_fused_adam_in_place, &fused_adam_cuda>());
+  m.impl("_fused_sgd_", detail::checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cuda>());
+  m.impl("_fused_adam_", detail::checked_update<&shapes::_fused_adam_in_place, &fused_adam_cuda>());
 }
 
 }  // namespace strata

@@ -26,39 +26,6 @@ namespace {
 using ConvShape = shapes::ConvGeometry;  // See Note [conv2d geometry] in shapes/conv.h
 using PoolShape = shapes::PoolGeometry;
 
-// Note [Optional outputs]
-// _conv2d_backward computes only the gradients asked for and returns the others undefined,
-// which std::array<TensorMeta, N> cannot say: its shape function returns
-// std::array<std::optional<TensorMeta>, N> (nullopt: undefined). This adapter does what
-// detail::structured does for it: runs the shape function, allocates the outputs it describes,
-// and hands the compute every output (undefined ones included); with no compute it is the Meta
-// kernel, derived and recorded like def_structured's. (Small enough to move into
-// ops/structured.h when a second op needs it.)
-template <auto Shape, auto Compute, class Sig = decltype(Shape)>
-struct OptionalOutputs;
-
-template <auto Shape, auto Compute, size_t N, class... Args>
-struct OptionalOutputs<Shape, Compute, std::array<std::optional<TensorMeta>, N> (*)(Args...)> {
-  static auto kernel(Args... args) {
-    const std::array<std::optional<TensorMeta>, N> metas = Shape(args...);
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      std::tuple<decltype(I, Tensor())...> outs{(metas[I] ? detail::empty_from_meta(*metas[I]) : Tensor())...};
-      if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(std::get<I>(outs)..., args...);
-      return outs;
-    }(std::make_index_sequence<N>());
-  }
-};
-
-template <auto Shape, auto Compute>
-constexpr auto optional_outputs() {
-  return &OptionalOutputs<Shape, Compute>::kernel;
-}
-
-template <auto Shape>
-void def_optional_outputs(Library& m, std::string_view schema,
-                          std::source_location where = std::source_location::current()) {
-  detail::def_with_derived_meta(m, schema, optional_outputs<Shape, nullptr>(), where);
-}
 
 // ---------------------------------------------------------------------------------------
 // conv2d: im2col and col2im for one sample and one group.
@@ -396,7 +363,7 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   using detail::def_structured;
   def_structured<&shapes::conv2d>(m, "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, "
                                      "SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor");
-  def_optional_outputs<&shapes::_conv2d_backward>(
+  detail::def_optional_outputs<&shapes::_conv2d_backward>(
       m, "_conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, "
          "SymInt[2] dilation, SymInt groups, bool input_grad, bool weight_grad) -> (Tensor, Tensor)");
   def_structured<&shapes::max_pool2d_with_indices>(
@@ -413,7 +380,7 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   using detail::structured;
   m.impl("conv2d", structured<&shapes::conv2d, &conv2d_out_cpu>());
-  m.impl("_conv2d_backward", optional_outputs<&shapes::_conv2d_backward, &conv2d_backward_out_cpu>());
+  m.impl("_conv2d_backward", detail::optional_outputs<&shapes::_conv2d_backward, &conv2d_backward_out_cpu>());
   m.impl("max_pool2d_with_indices", structured<&shapes::max_pool2d_with_indices, &max_pool2d_out_cpu>());
   m.impl("max_pool2d_with_indices_backward",
          structured<&shapes::max_pool2d_with_indices_backward, &max_pool2d_backward_out_cpu>());

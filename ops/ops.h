@@ -348,7 +348,7 @@ Tensor permute(const Tensor& self, IntArrayRef dims);
 Tensor expand(const Tensor& self, IntArrayRef sizes);
 Tensor contiguous(const Tensor& self);
 Tensor clone(const Tensor& self);
-const Tensor& copy_(const Tensor& self, const Tensor& src);
+const Tensor& copy_(const Tensor& self, const Tensor& src, bool non_blocking = false);
 Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking = false, bool copy = false);
 
 // More shape ops and views (ops/shape.cpp). Views share storage and the version counter.

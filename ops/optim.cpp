@@ -44,34 +44,6 @@ struct AdamArguments {
   bool amsgrad, maximize, decoupled_weight_decay;
 };
 
-// Note [Checked updates]
-// _fused_sgd_ and _fused_adam_ write param and their state tensors in place and return
-// nothing, so neither detail::structured nor structured_in_place (one written self, returned)
-// fits them. Their shape functions (shapes/optim.h) only check the arguments, and this adapter
-// makes their kernels: check, then compute; with no compute it is the Meta kernel (the checks
-// alone), derived and recorded as def_structured's is. The written tensors' version counters
-// are bumped by the dispatcher, as for any (a!) argument.
-template <auto Check, auto Compute, class Sig = decltype(Check)>
-struct CheckedUpdate;
-
-template <auto Check, auto Compute, class... Args>
-struct CheckedUpdate<Check, Compute, void (*)(Args...)> {
-  static void kernel(Args... args) {
-    Check(args...);
-    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(args...);
-  }
-};
-
-template <auto Check, auto Compute>
-constexpr auto checked_update() {
-  return &CheckedUpdate<Check, Compute>::kernel;
-}
-
-template <auto Check>
-void def_checked_update(Library& m, std::string_view schema,
-                        std::source_location where = std::source_location::current()) {
-  detail::def_with_derived_meta(m, schema, checked_update<Check, nullptr>(), where);
-}
 
 // Runs fn on contiguous versions of `tensors` (themselves when already contiguous) and copies
 // the written ones back, so the element loops only see dense memory.
@@ -269,18 +241,18 @@ void fused_adam_autograd(const Tensor& param, const Tensor& grad, const Tensor& 
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
-  def_checked_update<&shapes::_fused_sgd_in_place>(
+  detail::def_checked_update<&shapes::_fused_sgd_in_place>(
       m, "_fused_sgd_(Tensor(a!) param, Tensor grad, Tensor(b!)? momentum_buffer, *, float lr, float momentum, "
          "float dampening, float weight_decay, bool nesterov, bool maximize, bool is_first_step) -> ()");
-  def_checked_update<&shapes::_fused_adam_in_place>(
+  detail::def_checked_update<&shapes::_fused_adam_in_place>(
       m, "_fused_adam_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
          "Tensor(d!)? max_exp_avg_sq, *, int step, float lr, float beta1, float beta2, float weight_decay, float eps, "
          "bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("_fused_sgd_", checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cpu>());
-  m.impl("_fused_adam_", checked_update<&shapes::_fused_adam_in_place, &fused_adam_cpu>());
+  m.impl("_fused_sgd_", detail::checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cpu>());
+  m.impl("_fused_adam_", detail::checked_update<&shapes::_fused_adam_in_place, &fused_adam_cpu>());
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {

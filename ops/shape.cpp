@@ -714,9 +714,9 @@ Tensor clone(const Tensor& self) {
   static const auto op = find_op("strata::clone").typed<Tensor(const Tensor&)>();
   return op.call(self);
 }
-const Tensor& copy_(const Tensor& self, const Tensor& src) {
+const Tensor& copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
-  op.call(self, src, false);
+  op.call(self, src, non_blocking);
   return self;
 }
 

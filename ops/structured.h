@@ -166,6 +166,57 @@ constexpr auto structured_out() {
 // requiring grad is an error naming the op; otherwise the call goes on below autograd.
 void out_variant_autograd(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
 
+// Note [Optional outputs]
+// _conv2d_backward computes only the gradients asked for and returns the others undefined,
+// which std::array<TensorMeta, N> cannot say: its shape function returns
+// std::array<std::optional<TensorMeta>, N> (nullopt: undefined). This adapter does what
+// structured does for it: runs the shape function, allocates the outputs it describes, and
+// hands the compute every output (undefined ones included); with no compute it is the Meta
+// kernel (def_optional_outputs below registers it, derived and recorded).
+inline Tensor output_for(const std::optional<TensorMeta>& meta) { return meta ? empty_from_meta(*meta) : Tensor(); }
+
+template <auto Shape, auto Compute, class Sig = decltype(Shape)>
+struct OptionalOutputs;
+
+template <auto Shape, auto Compute, size_t N, class... Args>
+struct OptionalOutputs<Shape, Compute, std::array<std::optional<TensorMeta>, N> (*)(Args...)> {
+  template <size_t... I>
+  static auto run(const std::array<std::optional<TensorMeta>, N>& metas, std::index_sequence<I...>, Args... args) {
+    auto outs = std::make_tuple(output_for(metas[I])...);
+    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(std::get<I>(outs)..., args...);
+    return outs;
+  }
+  static auto kernel(Args... args) { return run(Shape(args...), std::make_index_sequence<N>(), args...); }
+};
+
+template <auto Shape, auto Compute>
+constexpr auto optional_outputs() {
+  return &OptionalOutputs<Shape, Compute>::kernel;
+}
+
+// Note [Checked updates]
+// _fused_sgd_ and _fused_adam_ write param and their state tensors in place and return
+// nothing, so neither structured nor structured_in_place (one written self, returned) fits
+// them. Their shape functions (shapes/optim.h) only check the arguments, and this adapter makes
+// their kernels: check, then compute; with no compute it is the Meta kernel (the checks alone),
+// registered by def_checked_update below. The written tensors' version counters are bumped by
+// the dispatcher, as for any (a!) argument.
+template <auto Check, auto Compute, class Sig = decltype(Check)>
+struct CheckedUpdate;
+
+template <auto Check, auto Compute, class... Args>
+struct CheckedUpdate<Check, Compute, void (*)(Args...)> {
+  static void kernel(Args... args) {
+    Check(args...);
+    if constexpr (!std::is_null_pointer_v<decltype(Compute)>) Compute(args...);
+  }
+};
+
+template <auto Check, auto Compute>
+constexpr auto checked_update() {
+  return &CheckedUpdate<Check, Compute>::kernel;
+}
+
 // ---------------------------------------------------------------------------------------
 // What the op's family file registers with its schema: the Meta kernel, derived.
 
@@ -200,6 +251,17 @@ void def_structured_out(Library& m, std::string_view schema,
                         std::source_location where = std::source_location::current()) {
   def_with_derived_meta(m, schema, structured_out<Shape, nullptr, Name, nullptr>(), where);
   m.impl(schema_name(schema), BoxedKernelWithKeys(&out_variant_autograd), DispatchKey::Autograd, where);
+}
+
+template <auto Shape>
+void def_optional_outputs(Library& m, std::string_view schema,
+                          std::source_location where = std::source_location::current()) {
+  def_with_derived_meta(m, schema, optional_outputs<Shape, nullptr>(), where);
+}
+template <auto Check>
+void def_checked_update(Library& m, std::string_view schema,
+                        std::source_location where = std::source_location::current()) {
+  def_with_derived_meta(m, schema, checked_update<Check, nullptr>(), where);
 }
 
 }  // namespace strata::detail

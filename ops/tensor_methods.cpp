@@ -2,6 +2,7 @@
 // which dispatches through its cached operator handle.
 #include <strata/ops/ops.h>
 #include <strata/tensor/device_hooks.h>
+#include <strata/tensor/stream.h>
 
 namespace strata {
 
@@ -22,9 +23,37 @@ Tensor Tensor::cuda() const {
   const int index = hooks != nullptr && hooks->device_count() > 0 ? hooks->current_device() : 0;
   return strata::to(*this, TensorOptions(Device(kCUDA, index)));
 }
+Tensor Tensor::pin_memory() const {
+  STRATA_CHECK_VALUE(is_cpu(), "[pin_memory] expected a CPU tensor, got one on ", device());
+  if (is_pinned()) return *this;
+  const DeviceHooks& hooks = detail::require_device_hooks(kCUDA, "pin_memory");
+  detail::check_device_in_range(hooks, Device(kCUDA), "pin_memory");
+  Allocator* host = hooks.host_allocator();
+  STRATA_CHECK(host != nullptr, "[pin_memory] the CUDA backend has no pinned host memory");
+  const size_t nbytes = static_cast<size_t>(numel() * strata::element_size(dtype()));
+  auto storage = make_intrusive<StorageImpl>(host->allocate(nbytes), nbytes);
+  Tensor pinned(make_intrusive<TensorImpl>(std::move(storage), dtype(), sizes()));
+  pinned.copy_(*this);  // records CopyBackward when this tensor requires grad
+  return pinned;
+}
+
+bool Tensor::is_pinned() const {
+  if (!is_cpu()) return false;
+  const DeviceHooks* hooks = detail::device_hooks(kCUDA);
+  return hooks != nullptr && hooks->is_pinned(impl()->storage()->data());
+}
+
+void Tensor::record_stream(const Stream& stream) const {
+  if (!is_cuda()) return;
+  STRATA_CHECK_VALUE(stream.device().type() == kCUDA, "[record_stream] expected a CUDA stream, got ", stream);
+  detail::require_device_hooks(kCUDA, "record_stream").record_stream(impl()->storage()->data(), stream);
+}
+
 Tensor Tensor::contiguous() const { return strata::contiguous(*this); }
 Tensor Tensor::clone() const { return strata::clone(*this); }
-const Tensor& Tensor::copy_(const Tensor& src) const { return strata::copy_(*this, src); }
+const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
+  return strata::copy_(*this, src, non_blocking);
+}
 
 // A new tensor sharing storage, geometry and the version counter, without autograd state.
 // Not a view (as in PyTorch): it shares storage and version, but has no base.

@@ -4,6 +4,7 @@
 //
 //   ./build/samples/train_fashion_mnist                 # MLP, 5 epochs (what ./setup.sh runs)
 //   ./build/samples/train_fashion_mnist --model cnn --epochs 2
+//   ./build/samples/train_fashion_mnist --device cuda   # on the GPU, the same loop
 //   ./build/samples/train_fashion_mnist --help
 //
 // What it shows:
@@ -14,7 +15,9 @@
 //   3. A progress bar per epoch (loss, accuracy, examples/s, ETA; plain lines when the output
 //      is not a terminal), evaluation without gradients, and a loss curve written as CSV and
 //      drawn as SVG.
-//   4. A checkpoint (model and optimizer state, safetensors) written after training, loaded
+//   4. The same loop on a GPU with --device cuda: the model moves with model.to(kCUDA) before
+//      the optimizer is built, and each batch with to(device).
+//   5. A checkpoint (model and optimizer state, safetensors) written after training, loaded
 //      into a fresh model that must score the same.
 #include <strata/strata.h>
 
@@ -37,11 +40,13 @@ struct Settings {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string out_dir = "fashion_mnist_out";
   uint64_t seed = 0;
+  std::string device = "cpu";
 };
 
 void usage(const char* program) {
   std::printf(
       "usage: %s [--model mlp|cnn] [--epochs N] [--batch-size N] [--lr X] [--data DIR] [--out DIR] [--seed N]\n"
+      "          [--device cpu|cuda]\n"
       "  defaults: --model mlp --epochs 5 --batch-size 64 --lr 0.001\n"
       "            --data /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)\n"
       "            --out fashion_mnist_out (loss curve CSV/SVG and the checkpoint)\n",
@@ -68,6 +73,7 @@ Settings parse(int argc, char** argv) {
     else if (flag == "--data") settings.data_dir = value;
     else if (flag == "--out") settings.out_dir = value;
     else if (flag == "--seed") settings.seed = std::stoull(value);
+    else if (flag == "--device") settings.device = value;
     else {
       std::fprintf(stderr, "%s: unknown option %s\n", argv[0], flag.c_str());
       usage(argv[0]);
@@ -76,6 +82,10 @@ Settings parse(int argc, char** argv) {
   }
   if (settings.model != "mlp" && settings.model != "cnn") {
     std::fprintf(stderr, "%s: --model must be mlp or cnn, got %s\n", argv[0], settings.model.c_str());
+    std::exit(2);
+  }
+  if (settings.device != "cpu" && settings.device != "cuda") {
+    std::fprintf(stderr, "%s: --device must be cpu or cuda, got %s\n", argv[0], settings.device.c_str());
     std::exit(2);
   }
   return settings;
@@ -90,14 +100,14 @@ nn::Sequential make_model(const std::string& kind) {
 }
 
 // Accuracy of `model` on (images, labels), in batches, without recording gradients.
-double evaluate(nn::Sequential& model, const Tensor& images, const Tensor& labels) {
+double evaluate(nn::Sequential& model, const Tensor& images, const Tensor& labels, Device device) {
   NoGradGuard no_grad;
   model.eval();
   int64_t correct = 0;
   for (int64_t begin = 0; begin < images.size(0); begin += 1000) {
     const int64_t end = std::min<int64_t>(begin + 1000, images.size(0));
-    Tensor predicted = argmax(model.forward(images.slice(0, begin, end)), 1);
-    correct += eq(predicted, labels.slice(0, begin, end)).sum().item<int64_t>();
+    Tensor predicted = argmax(model.forward(images.slice(0, begin, end).to(device)), 1);
+    correct += eq(predicted, labels.slice(0, begin, end).to(device)).sum().item<int64_t>();
   }
   model.train();
   return static_cast<double>(correct) / static_cast<double>(images.size(0));
@@ -116,7 +126,17 @@ int main(int argc, char** argv) {
               static_cast<long long>(train_set.data.size(0)), static_cast<long long>(test_set.data.size(0)),
               settings.data_dir.c_str());
 
+  const Device device(settings.device == "cuda" ? kCUDA : kCPU);
+  if (device.is_cuda() && !cuda::is_available()) {
+    try {
+      (void)cuda::current_device();  // throws, saying why there is no GPU
+    } catch (const Error& error) {
+      std::fprintf(stderr, "--device cuda: %s\n", error.what());
+    }
+    return 2;
+  }
   nn::Sequential model = make_model(settings.model);
+  model.to(device);  // before the optimizer takes the parameters
   int64_t parameter_count = 0;
   for (const Tensor& p : model.parameters()) parameter_count += p.numel();
   std::cout << "model (" << parameter_count << " parameters):\n" << model << "\n";
@@ -136,7 +156,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, correct = 0, seen = 0, recent_loss = 0;
     int64_t recent_steps = 0;
-    for (auto& [images, labels] : loader) {
+    for (auto& [host_images, host_labels] : loader) {
+      const Tensor images = host_images.to(device), labels = host_labels.to(device);
       Tensor logits = model.forward(images);
       Tensor loss = cross_entropy(logits, labels);
       adam.zero_grad();
@@ -161,7 +182,7 @@ int main(int argc, char** argv) {
     schedule.step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     seconds_total += seconds;
-    const double test_accuracy = evaluate(model, test_set.data, test_set.target);
+    const double test_accuracy = evaluate(model, test_set.data, test_set.target, device);
     curve.record(step, epoch, loss_sum / seen, test_accuracy);
     std::printf("epoch %d: train loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.1f s (%.0f images/s)\n",
                 epoch, loss_sum / seen, 100 * correct / seen, 100 * test_accuracy, seconds, seen / seconds);
@@ -178,14 +199,15 @@ int main(int argc, char** argv) {
   // The checkpoint must reproduce the trained model exactly.
   nn::Sequential restored = make_model(settings.model);
   nn::load(restored, model_path);
-  const double final_accuracy = evaluate(model, test_set.data, test_set.target);
-  const double restored_accuracy = evaluate(restored, test_set.data, test_set.target);
+  restored.to(device);
+  const double final_accuracy = evaluate(model, test_set.data, test_set.target, device);
+  const double restored_accuracy = evaluate(restored, test_set.data, test_set.target, device);
 
   std::printf("\nloss curve: %s and %s\ncheckpoint: %s (+ optimizer state in %s)\n", csv.c_str(), svg.c_str(),
               model_path.c_str(), optimizer_path.c_str());
   std::printf("restored from the checkpoint: test accuracy %.2f%% (%s)\n", 100 * restored_accuracy,
               restored_accuracy == final_accuracy ? "identical" : "DIFFERENT");
-  std::printf("%s, %d epochs, %.1f s per epoch on average: TEST ACCURACY %.2f%%\n", settings.model.c_str(),
-              settings.epochs, seconds_total / settings.epochs, 100 * final_accuracy);
+  std::printf("%s on %s, %d epochs, %.1f s per epoch on average: TEST ACCURACY %.2f%%\n", settings.model.c_str(),
+              device.str().c_str(), settings.epochs, seconds_total / settings.epochs, 100 * final_accuracy);
   return restored_accuracy == final_accuracy ? 0 : 1;
 }

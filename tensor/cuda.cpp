@@ -1,6 +1,8 @@
 // cuda:: on the CUDA backend's DeviceHooks. See Note [Device hooks] in device_hooks.cpp.
 #include <strata/tensor/cuda.h>
 
+#include <atomic>
+
 #include <strata/tensor/errors.h>
 
 namespace strata::cuda {
@@ -12,7 +14,11 @@ const DeviceHooks& hooks(std::string_view op) { return detail::require_device_ho
 Device resolve(const DeviceHooks& hooks, int device, std::string_view op) {
   STRATA_CHECK_VALUE(device >= -1, "[", op, "] expected a device index >= 0 (or -1 for the current device), got ",
                      device);
-  const Device resolved(kCUDA, device == -1 ? hooks.current_device() : device);
+  if (device == -1) {
+    detail::check_device_in_range(hooks, Device(kCUDA), op);  // says why there is none first
+    device = hooks.current_device();
+  }
+  const Device resolved(kCUDA, device);
   detail::check_device_in_range(hooks, resolved, op);
   return resolved;
 }
@@ -57,6 +63,13 @@ Stream default_stream(int device) {
 Stream current_stream(int device) {
   return Stream(strata::Stream::current_stream(resolve(hooks("cuda.current_stream"), device, "cuda.current_stream")));
 }
+
+namespace {
+std::atomic<bool> tf32_allowed{false};  // See Note [TF32 in matmul] in cuda.h
+}  // namespace
+
+void set_allow_tf32(bool allow) { tf32_allowed.store(allow, std::memory_order_relaxed); }
+bool allow_tf32() { return tf32_allowed.load(std::memory_order_relaxed); }
 
 void empty_cache() { hooks("cuda.empty_cache").empty_cache(); }
 

@@ -30,6 +30,15 @@ Stream current_stream(int device = -1);
 using StreamGuard = strata::StreamGuard;
 using Event = strata::Event;  // Event() is a CUDA event
 
+// Note [TF32 in matmul]
+// Ampere and later GPUs can multiply float32 matrices in TF32 (10-bit mantissa inputs, float
+// accumulation): several times faster, about 1e-3 relative error. As in PyTorch
+// (torch.backends.cuda.matmul.allow_tf32), it is off by default, so float32 products stay
+// within float32 rounding of the CPU's; set_allow_tf32(true) lets float32 GEMMs (matmul, mm,
+// bmm, linear, conv2d) use it. Process-wide, read at each call; works without a backend.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
 // Returns the cached, unused memory of every device to the driver.
 void empty_cache();
 // The allocator's counters of `device` (-1: the current device).

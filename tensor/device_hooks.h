@@ -68,6 +68,15 @@ class DeviceHooks {
 
   virtual Generator& default_generator(int device) const = 0;
 
+  // Page-locked ("pinned") host memory: DataPtrs on the CPU device that the device copies to and
+  // from asynchronously. Null when the backend has none (pin_memory then throws).
+  virtual Allocator* host_allocator() const { return nullptr; }
+  // True when `data` lies in memory from host_allocator().
+  virtual bool is_pinned(const void* /*data*/) const { return false; }
+  // The block `data` starts (from allocator(device) or host_allocator()) is also used by work
+  // queued on `stream`: it is not handed out again before that work has finished.
+  virtual void record_stream(void* /*data*/, const Stream& /*stream*/) const {}
+
   // Moves nbytes between host and device memory or between two devices of this type. With
   // non_blocking the call may return before the copy is done; it is then ordered on `stream`
   // (the current stream of the device involved when null; the source's for device to device).

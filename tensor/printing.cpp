@@ -1,4 +1,5 @@
 // operator<< for tensors, in the style of PyTorch's Python repr.
+#include <strata/tensor/serialize.h>
 #include <strata/tensor/tensor.h>
 
 #include <cmath>
@@ -231,9 +232,9 @@ std::string add_suffixes(std::string text, const std::vector<std::string>& suffi
 }
 
 std::string values_string(const Tensor& tensor, int64_t indent) {
-  // Values are read in place, through the strides, with no copy and no op (tensor/ calls none).
-  STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_cpu(), "[print] reading the values of a ", tensor.device(),
-                               " tensor is not supported yet; copy it to the CPU first");
+  // CPU values are read in place, through the strides, with no copy and no op (tensor/ calls
+  // none); a device tensor's come to the host first (Note [Values without ops]).
+  if (!tensor.is_cpu()) return values_string(detail::contiguous_cpu(tensor, "print"), indent);
   TensorImpl* impl = tensor.impl();
   ElementReader reader{static_cast<const char*>(impl->data()), impl->dtype()};
   ValuePrinter printer(impl->sizes(), impl->strides(), reader, impl->numel() > kThreshold);

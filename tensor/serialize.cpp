@@ -1,6 +1,8 @@
 // .npy reading and writing, and the file helpers shared with safetensors.cpp.
 #include <strata/tensor/serialize.h>
 
+#include <strata/tensor/device_hooks.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -55,11 +57,20 @@ void copy_rows(const Tensor& source, Word* out) {
 // tensor/ cannot call ops (Note [Layers] in cmake/StrataLayers.cmake), so the savers do not use
 // contiguous() or cpu(): a contiguous CPU tensor is written from its own memory through an alias
 // (no autograd history), any other CPU tensor is copied element by element here, moving each
-// element's bytes unchanged. Tensors on other devices are refused until the device layer gives
-// tensor/ a copy to the host.
+// element's bytes unchanged. A contiguous tensor on a device comes to the host through its
+// backend's copy_bytes (blocking); a strided one must be made contiguous on the device first.
 Tensor contiguous_cpu(const Tensor& tensor, const char* op) {
-  STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_cpu(), "[", op, "] reading the values of a ", tensor.device(),
-                               " tensor is not supported yet; copy it to the CPU first");
+  STRATA_CHECK_NOT_IMPLEMENTED(!tensor.is_meta(), "[", op, "] a Meta tensor has no values to read");
+  if (!tensor.is_cpu()) {
+    STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_contiguous(), "[", op, "] reading the values of a strided ", tensor.device(),
+                                 " tensor is not supported; call contiguous() or cpu() first");
+    Tensor result = make_empty(tensor.sizes(), tensor.dtype(), kCPU);
+    if (result.numel() == 0) return result;
+    const DeviceHooks& hooks = require_device_hooks(tensor.device().type(), op);
+    hooks.copy_bytes(result.impl()->data(), Device(kCPU), tensor.data_ptr(), tensor.device(),
+                     static_cast<size_t>(result.numel() * result.element_size()), nullptr, /*non_blocking=*/false);
+    return result;
+  }
   if (tensor.is_contiguous()) return make_alias(tensor, tensor.sizes(), tensor.strides(), tensor.storage_offset());
   Tensor result = make_empty(tensor.sizes(), tensor.dtype(), kCPU);
   if (result.numel() == 0) return result;

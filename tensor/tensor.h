@@ -19,6 +19,8 @@
 
 namespace strata {
 
+class Stream;
+
 class Tensor;
 using tensor_list = std::vector<Tensor>;
 namespace autograd {
@@ -80,11 +82,22 @@ class Tensor {
   Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor cpu() const;
   Tensor cuda() const;  // to the current CUDA device
+  // A copy of this CPU tensor in page-locked memory, which CUDA copies read and write
+  // asynchronously (to(kCUDA, non_blocking=true)); the tensor itself when already pinned. Needs
+  // the CUDA backend and a device (throws Error saying why not).
+  Tensor pin_memory() const;
+  bool is_pinned() const;  // false without a CUDA backend
+  // Marks this tensor's memory as used by the work queued on `stream` so far, so that it is not
+  // reused for another tensor before that work finishes (for tensors made on one stream and
+  // used on another). A no-op for CPU and Meta tensors.
+  void record_stream(const Stream& stream) const;
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;  // other's dtype and device
   Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
-  const Tensor& copy_(const Tensor& src) const;
+  // non_blocking: between the CPU and a device, the copy may finish after this returns (it is
+  // ordered on the device's current stream); see Tensor::pin_memory.
+  const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
   Tensor detach() const;
   // Whether a view op made this tensor, and the root tensor it views (undefined otherwise);
   // a view of a view has the root as its base. See Note [Views and their base].

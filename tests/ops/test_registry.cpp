@@ -6,6 +6,7 @@
 #include <string>
 
 #include <strata/strata.h>
+#include <strata/tensor/device_hooks.h>
 
 using namespace strata;
 
@@ -46,6 +47,24 @@ TEST_CASE("registry: every strata op has CPU, Meta and Autograd (or composite) k
     ++checked;
   }
   CHECK(checked >= 30);
+}
+
+// With the CUDA backend built, each op with a CPU kernel has a CUDA one (or a composite serves
+// every backend), so "every op in API.md runs on CUDA" is checked on machines without a GPU too.
+TEST_CASE("registry: with the CUDA backend, every strata op with a CPU kernel has a CUDA kernel" *
+          doctest::skip(detail::device_hooks(kCUDA) == nullptr)) {
+  int checked = 0;
+  for (const std::string& name : registered_ops()) {
+    if (name.rfind("strata::", 0) != 0) continue;
+    OperatorHandle op = find_op(name);
+    if (!op.has_kernel_for(DispatchKey::CPU)) continue;
+    INFO("op: " << name);
+    const bool cuda_kernel = op.has_kernel_for(DispatchKey::CUDA);
+    CHECK((cuda_kernel || op.has_kernel_for(DispatchKey::CompositeExplicitAutograd)));
+    if (cuda_kernel) CHECK(dump_dispatch_table(name).find("cuda/") != std::string::npos);
+    ++checked;
+  }
+  CHECK(checked >= 130);
 }
 
 TEST_CASE("registry: dump_dispatch_table shows each key's kernel and where it was registered") {

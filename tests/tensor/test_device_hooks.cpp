@@ -73,6 +73,7 @@ TEST_CASE("device hooks: CPU and Meta take none, and hooks must match their type
 }
 
 TEST_CASE("device hooks: the registration object registers for its lifetime") {
+  strata::testing::NoCudaBackend no_backend;  // these tests register hooks of their own
   FakeCudaHooks hooks;
   {
     const detail::DeviceHooksRegistration registration(kCUDA, &hooks);

@@ -4,6 +4,7 @@
 #include <strata/tensor/tensor.h>
 
 #include "../test_util.h"
+#include "fake_cuda.h"
 
 #include <cmath>
 #include <limits>
@@ -159,10 +160,13 @@ TEST_CASE("printing: requires_grad and undefined tensors") {
   CHECK(repr(Tensor()) == "[ undefined Tensor ]");
 }
 
-TEST_CASE("printing: values off the CPU are refused, since printing reads memory in place") {
-  // tensor/ calls no op (Note [Layers]), so there is no copy to the host to print from.
-  float value = 1.0f;
-  Tensor device_tensor = detail::wrap_external(&value, {1}, {1}, kFloat32, Device(kCUDA), {}, "test");
-  expect_error<NotImplementedError>([&] { repr(device_tensor); },
-                                    "[print] reading the values of a cuda:0 tensor is not supported yet");
+TEST_CASE("printing: values on a device come to the host first; strided ones must be made contiguous") {
+  strata::testing::FakeCudaBackend backend;  // its device memory is host memory
+  float values[4] = {1, 2, 3, 4};
+  Tensor device_tensor = detail::wrap_external(values, {4}, {1}, kFloat32, Device(kCUDA), {}, "test");
+  CHECK(repr(device_tensor) == "tensor([1., 2., 3., 4.], device='cuda:0')");
+  CHECK(backend.hooks.copies.size() == 1);
+  Tensor strided = detail::wrap_external(values, {2}, {2}, kFloat32, Device(kCUDA), {}, "test");
+  expect_error<NotImplementedError>([&] { repr(strided); },
+                                    "[print] reading the values of a strided cuda:0 tensor is not supported");
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../test_util.h"
+#include "fake_cuda.h"
 
 using namespace strata;
 using strata::testing::expect_error;
@@ -142,13 +143,16 @@ TEST_CASE("npy and safetensors: strided tensors of every element width save thei
   }
 }
 
-TEST_CASE("npy and safetensors: saving a tensor off the CPU is refused naming the saver") {
-  float value = 1.0f;
-  Tensor device_tensor = detail::wrap_external(&value, {1}, {1}, kFloat32, Device(kCUDA), {}, "test");
-  expect_error<NotImplementedError>([&] { save_npy_bytes(device_tensor); },
-                                    "[save_npy] reading the values of a cuda:0 tensor is not supported yet");
-  expect_error<NotImplementedError>([&] { save_safetensors_bytes({{"w", device_tensor}}); },
-                                    "[save_safetensors] reading the values of a cuda:0 tensor is not supported yet");
+TEST_CASE("npy and safetensors: a device tensor is saved from a copy on the host; a strided one is refused") {
+  strata::testing::FakeCudaBackend backend;  // its device memory is host memory
+  float values[4] = {1.5f, -2.0f, 0.0f, 0.0f};
+  Tensor device_tensor = detail::wrap_external(values, {2}, {1}, kFloat32, Device(kCUDA), {}, "test");
+  CHECK(equal(load_npy_bytes(save_npy_bytes(device_tensor)), make<float>({1.5f, -2.0f}, {2})));
+  CHECK(equal(load_safetensors_bytes(save_safetensors_bytes({{"w", device_tensor}})).at("w"),
+              make<float>({1.5f, -2.0f}, {2})));
+  Tensor transposed = detail::wrap_external(values, {2, 2}, {1, 2}, kFloat32, Device(kCUDA), {}, "test");
+  expect_error<NotImplementedError>([&] { save_npy_bytes(transposed); },
+                                    "[save_npy] reading the values of a strided cuda:0 tensor is not supported");
 }
 
 TEST_CASE("npy: the header is version 1.0, 64-byte aligned, in NumPy's dict form") {
