@@ -25,5 +25,7 @@ set_target_properties(strata_cuda PROPERTIES VERSION ${PROJECT_VERSION} SOVERSIO
 set(CMAKE_LINK_LIBRARY_USING_STRATA_NO_AS_NEEDED
     "LINKER:--push-state,--no-as-needed" "<LINK_ITEM>" "LINKER:--pop-state")
 set(CMAKE_LINK_LIBRARY_USING_STRATA_NO_AS_NEEDED_SUPPORTED TRUE)
-target_link_libraries(strata INTERFACE "$<LINK_LIBRARY:STRATA_NO_AS_NEEDED,strata_cuda>")
+# (The installed package names the imported target, which CMake does not rename inside $<LINK_LIBRARY>.)
+target_link_libraries(strata INTERFACE "$<BUILD_INTERFACE:$<LINK_LIBRARY:STRATA_NO_AS_NEEDED,strata_cuda>>"
+                                       "$<INSTALL_INTERFACE:$<LINK_LIBRARY:STRATA_NO_AS_NEEDED,strata::strata_cuda>>")
 set(STRATA_CUDA_TARGETS strata_cuda)

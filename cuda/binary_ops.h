@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <strata/cuda/unary_ops.h>
+#include <strata/ops/shapes/compare.h>
 
 namespace strata::cuda::detail {
 
@@ -135,7 +136,7 @@ struct ExtremumOp {
 // Comparisons (ops/compare.cpp): one functor for the six, picked at run time, so each dtype
 // has one kernel rather than six; the branch is uniform across the launch.
 
-enum class Comparison : int8_t { eq, ne, lt, le, gt, ge };
+using shapes::Comparison;
 
 struct CompareOp {
   Comparison kind;

@@ -15,17 +15,7 @@ namespace {
 using cuda::detail::Comparison, cuda::detail::CompareOp;
 using cuda::detail::converted, cuda::detail::launch_elementwise;
 
-constexpr const char* comparison_name(Comparison kind) {
-  switch (kind) {
-    case Comparison::eq: return "eq";
-    case Comparison::ne: return "ne";
-    case Comparison::lt: return "lt";
-    case Comparison::le: return "le";
-    case Comparison::gt: return "gt";
-    case Comparison::ge: return "ge";
-  }
-  return "?";
-}
+using shapes::comparison_name;
 
 // Both operands in their result_type, compared into out (kBool). One kernel per dtype serves
 // the six comparisons (see CompareOp).

@@ -14,15 +14,7 @@ namespace {
 using cuda::detail::converted, cuda::detail::launch_elementwise;
 using shapes::Arith;
 
-constexpr const char* arith_name(Arith kind) {
-  switch (kind) {
-    case Arith::add: return "add";
-    case Arith::sub: return "sub";
-    case Arith::mul: return "mul";
-    case Arith::div: return "div";
-  }
-  return "?";
-}
+using shapes::arith_name;
 
 // The result dtypes each op can have: sub refuses bool, div's results are floating.
 template <Arith kind, class T>

@@ -56,7 +56,7 @@ void pow_block(const C* x, C* y, int64_t n, double exponent) {
   else if (exponent == 1) out = in;
   else if (exponent == 2) out = in.square();
   else if (exponent == 3) out = in.cube();
-  else if (exponent == 0.5) out = in.sqrt();
+  else if (exponent == 0.5) out = in.unaryExpr([](C value) { return std::sqrt(value); });  // see SqrtOp in unary.cpp
   else if (exponent == -0.5) out = in.rsqrt();
   else if (exponent == -1) out = in.inverse();
   else out = in.pow(C(exponent));

@@ -73,19 +73,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
 
 namespace {
 
-enum class Comparison { eq, ne, lt, le, gt, ge };
-
-constexpr const char* comparison_name(Comparison kind) {
-  switch (kind) {
-    case Comparison::eq: return "eq";
-    case Comparison::ne: return "ne";
-    case Comparison::lt: return "lt";
-    case Comparison::le: return "le";
-    case Comparison::gt: return "gt";
-    case Comparison::ge: return "ge";
-  }
-  return "?";
-}
+using shapes::Comparison, shapes::comparison_name;
 
 template <Comparison kind>
 struct CompareOp {

@@ -12,15 +12,7 @@ namespace {
 
 using shapes::Arith;
 
-constexpr const char* arith_name(Arith kind) {
-  switch (kind) {
-    case Arith::add: return "add";
-    case Arith::sub: return "sub";
-    case Arith::mul: return "mul";
-    case Arith::div: return "div";
-  }
-  return "?";
-}
+using shapes::arith_name;
 
 // ---------------------------------------------------------------------------------------
 // CPU arithmetic. The functors work in compute_type_t<T>; integers wrap.

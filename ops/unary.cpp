@@ -143,8 +143,13 @@ struct SqrtOp {
   static constexpr std::string_view backward_name = "SqrtBackward";
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
+  // Not Eigen's sqrt(): with EIGEN_FAST_MATH (its default) the float and double packets give
+  // NaN for +inf, +0 for -0 and 0 for subnormals. std::sqrt is IEEE's correctly rounded sqrt,
+  // and without errno (CMakeLists.txt) GCC vectorises it into the exact sqrt instruction.
   template <class X>
-  static auto array(const X& x) { return x.sqrt(); }
+  static auto array(const X& x) {
+    return x.unaryExpr([](auto value) { return std::sqrt(value); });
+  }
   static Tensor call(const Tensor& x) { return sqrt(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) { return g / (result * 2); }
 };

@@ -7,6 +7,20 @@
 
 namespace strata::shapes {
 
+// The six comparisons, and their names for errors (shared by every backend's kernels).
+enum class Comparison : int8_t { eq, ne, lt, le, gt, ge };
+constexpr const char* comparison_name(Comparison kind) {
+  switch (kind) {
+    case Comparison::eq: return "eq";
+    case Comparison::ne: return "ne";
+    case Comparison::lt: return "lt";
+    case Comparison::le: return "le";
+    case Comparison::gt: return "gt";
+    case Comparison::ge: return "ge";
+  }
+  return "?";
+}
+
 // Note [Comparison dtypes]
 // Both operands are converted to torch.result_type of the pair (int32 < 2.5 compares in
 // float32) and the result is kBool; a Scalar operand converts with overflow checks like

@@ -9,6 +9,17 @@ namespace strata::shapes {
 
 enum class Arith { add, sub, mul, div };
 
+// The op's name, for errors.
+constexpr const char* arith_name(Arith kind) {
+  switch (kind) {
+    case Arith::add: return "add";
+    case Arith::sub: return "sub";
+    case Arith::mul: return "mul";
+    case Arith::div: return "div";
+  }
+  return "?";
+}
+
 // Note [Arithmetic dtype rules]
 // The dtype is torch.result_type of the operands (Note [Result type]). div is always true
 // division, so integral and bool results become float32. sub refuses bool operands like

@@ -2,7 +2,9 @@
 // zero_ fill_ (values, dtypes, layouts, Meta shapes, gradients and errors).
 #include "op_test_util.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <numbers>
 
 using namespace strata;
@@ -50,6 +52,26 @@ TEST_CASE("unary: transcendental values against known results") {
   check_values(tanh(tensor({0.0, 1.0, -20.0}, kFloat64)), {3}, kFloat64, {0, 0.7615941559557649, -1}, 1e-15);
   check_values(sigmoid(tensor({0.0f, 2.0f, -100.0f})), {3}, kFloat32, {0.5, 0.8807970779778823, 0}, 1e-6);
   check_values(exp(tensor({1.5}, kFloat64)), {1}, kFloat64, {std::exp(1.5)}, 1e-15);
+}
+
+// Eigen's fast sqrt packets (on by default) gave NaN for +inf, +0 for -0 and 0 for subnormals
+// on the vectorised path, which tensors of 16 floats or more take.
+TEST_CASE("unary: sqrt and pow(x, 0.5) are IEEE sqrt on the vectorised path too (inf, -0, subnormals)") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    INFO(dtype);
+    const double tiny = dtype == kFloat32 ? 1e-40 : 1e-310;
+    const std::vector<double> specials = {std::numeric_limits<double>::infinity(), -0.0, tiny, 4.0, 0.0};
+    for (double value : specials) {
+      const Tensor x = full({64}, value, TensorOptions(dtype));
+      for (const Tensor& result : {sqrt(x), pow(x, 0.5)}) {
+        const double expected = dtype == kFloat32 ? static_cast<double>(std::sqrt(static_cast<float>(value)))
+                                                  : std::sqrt(value);
+        const double got = result.select(0, 63).item<double>();
+        CHECK(got == expected);
+        CHECK(std::signbit(got) == std::signbit(expected));
+      }
+    }
+  }
 }
 
 TEST_CASE("unary: activations against known results") {
