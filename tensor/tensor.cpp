@@ -1,6 +1,8 @@
 // Tensor handle methods that need no ops: geometry, data access, item, from_blob, views.
 #include <strata/tensor/tensor.h>
 
+#include <strata/tensor/device_hooks.h>
+
 #include <atomic>
 
 namespace strata {
@@ -42,9 +44,14 @@ Scalar Tensor::item() const {
   Device device = impl->device();
   STRATA_CHECK(!device.is_meta(), "[item] a Meta tensor has no data (shape ", impl->sizes(), ", ", impl->dtype(),
                ")");
-  STRATA_CHECK_NOT_IMPLEMENTED(device.is_cpu(), "[item] reading a value from a ", device,
-                               " tensor is not supported yet; copy it to the CPU first");
   const void* data = impl->data();
+  alignas(8) unsigned char host_copy[8];
+  if (!device.is_cpu()) {  // one element comes to the host; the copy waits for the device
+    const DeviceHooks& hooks = detail::require_device_hooks(device.type(), "item");
+    hooks.copy_bytes(host_copy, Device(kCPU), data, device, static_cast<size_t>(strata::element_size(impl->dtype())), nullptr,
+                     /*non_blocking=*/false);
+    data = host_copy;
+  }
   return visit_dtype(impl->dtype(), [&]<class T>() { return Scalar(*static_cast<const T*>(data)); });
 }
 

@@ -44,6 +44,16 @@ TEST_CASE("copy: CPU -> CUDA -> CPU round trip of a non-contiguous tensor with d
   CHECK(backend.hooks.copies[1].dst == Device(kCPU));
 }
 
+TEST_CASE("copy: item() of a device tensor copies its one element to the host") {
+  FakeCudaBackend backend;
+  const Tensor on_device = full({1}, 2.5, TensorOptions(kFloat64)).cuda();
+  const size_t copies = backend.hooks.copies.size();
+  CHECK(on_device.item<double>() == 2.5);
+  REQUIRE(backend.hooks.copies.size() == copies + 1);
+  CHECK(backend.hooks.copies.back().nbytes == 8);
+  CHECK_FALSE(backend.hooks.copies.back().non_blocking);
+}
+
 TEST_CASE("copy: cpu() and cuda() move between the devices") {
   FakeCudaBackend backend;
   const Tensor x = transposed_floats();
