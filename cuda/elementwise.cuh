@@ -68,6 +68,76 @@ __global__ void contiguous_kernel(int64_t count, Pointers<1 + sizeof...(In)> poi
   }
 }
 
+// Note [Vectorised elementwise loads]
+// When every operand is contiguous and each one's data is aligned to kVector of its elements,
+// a thread moves kVector consecutive elements of each operand with one wide access (a
+// VectorOf, up to 32 bytes, which the compiler splits into 16-byte loads at most) and applies
+// f lane by lane; the last count % kVector elements go through contiguous_kernel. Views whose
+// offset breaks the alignment take the scalar path.
+inline constexpr int kVector = 4;
+
+template <class T>
+struct alignas(sizeof(typename DeviceStorage<T>::type) * kVector) VectorOf {
+  typename DeviceStorage<T>::type value[kVector];
+};
+
+template <class F, class Out, class... In>
+__device__ __forceinline__ void apply_lanes(const F& f, void* out, int64_t vector, VectorOf<In>... inputs) {
+  VectorOf<Out> result;
+#pragma unroll
+  for (int lane = 0; lane < kVector; ++lane) store<Out>(result.value, lane, f(load<In>(inputs.value, lane)...));
+  static_cast<VectorOf<Out>*>(out)[vector] = result;
+}
+
+template <class F, class Out, class... In, size_t... K>
+__device__ __forceinline__ void apply_vector(const F& f, const Pointers<1 + sizeof...(In)>& pointers, int64_t vector,
+                                             std::index_sequence<K...>) {
+  apply_lanes<F, Out, In...>(f, pointers.data[0], vector,
+                             static_cast<const VectorOf<In>*>(pointers.data[K + 1])[vector]...);
+}
+
+template <class F, class Out, class... In>
+__global__ void vectorized_kernel(int64_t vectors, Pointers<1 + sizeof...(In)> pointers, F f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t vector = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; vector < vectors;
+       vector += step)
+    apply_vector<F, Out, In...>(f, pointers, vector, std::index_sequence_for<In...>());
+}
+
+template <class T>
+bool vector_aligned(const void* data) {
+  return reinterpret_cast<uintptr_t>(data) % alignof(VectorOf<T>) == 0;
+}
+
+// The same pointers moved `elements` elements on, each by its own element size.
+template <class Out, class... In>
+Pointers<1 + sizeof...(In)> advanced(const Pointers<1 + sizeof...(In)>& pointers, int64_t elements) {
+  constexpr size_t sizes[] = {sizeof(typename DeviceStorage<Out>::type), sizeof(typename DeviceStorage<In>::type)...};
+  Pointers<1 + sizeof...(In)> result = pointers;
+  for (size_t k = 0; k < 1 + sizeof...(In); ++k)
+    result.data[k] = static_cast<char*>(pointers.data[k]) + static_cast<int64_t>(sizes[k]) * elements;
+  return result;
+}
+
+// Contiguous operands: vectorised where the data allows (Note [Vectorised elementwise loads]).
+template <class F, class Out, class... In>
+void launch_contiguous(int64_t count, const Pointers<1 + sizeof...(In)>& pointers, const F& f, cudaStream_t stream) {
+  const bool aligned = [&]<size_t... K>(std::index_sequence<K...>) {
+    return vector_aligned<Out>(pointers.data[0]) && (vector_aligned<In>(pointers.data[K + 1]) && ...);
+  }(std::index_sequence_for<In...>());
+  int64_t done = 0;
+  if (aligned && count >= kVector) {
+    const int64_t vectors = count / kVector;
+    const LaunchShape shape = launch_shape(vectors, 256, 1);
+    vectorized_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(vectors, pointers, f);
+    done = vectors * kVector;
+  }
+  if (done == count) return;
+  const LaunchShape shape = launch_shape(count - done);
+  contiguous_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(
+      count - done, advanced<Out, In...>(pointers, done), f);
+}
+
 template <class F, class Out, class... In>
 __global__ void strided_kernel(int64_t count, StridedIndexer<1 + sizeof...(In)> indexer,
                                Pointers<1 + sizeof...(In)> pointers, F f) {
@@ -93,10 +163,10 @@ void launch_elementwise(const char* op, const F& f, const Tensor& out, const Inp
   const cudaStream_t stream = current_native_stream(device);
   const std::array<const Tensor*, kOperands> operands{&out, &inputs...};
   const Pointers<kOperands> pointers{{out.data_ptr(), inputs.data_ptr()...}};
-  const LaunchShape shape = launch_shape(count);
   if (all_contiguous(operands.data(), kOperands)) {
-    contiguous_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(count, pointers, f);
+    launch_contiguous<F, Out, In...>(count, pointers, f, stream);
   } else {
+    const LaunchShape shape = launch_shape(count);
     const StridedIndexer<kOperands> indexer = make_indexer<kOperands>(op, operands);
     strided_kernel<F, Out, In...><<<shape.blocks, shape.threads, 0, stream>>>(count, indexer, pointers, f);
   }

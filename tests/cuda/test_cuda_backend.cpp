@@ -105,3 +105,25 @@ TEST_CASE("cuda backend: out of memory is an Error saying how much was asked and
   const Tensor still_works = ones({4}, TensorOptions().device(kCUDA));
   CHECK(still_works.sum().item<float>() == 4.0f);
 }
+
+TEST_CASE("cuda backend: memory used on another stream is not handed out before that stream is done" *
+          doctest::skip(gpu_missing)) {
+  const auto options = TensorOptions().device(kCUDA);
+  cuda::Stream side = cuda::Stream::create();
+  const Tensor a = randn({2048, 2048}, options), b = randn({2048, 2048}, options);
+  cuda::synchronize();
+  void* first = nullptr;
+  {
+    Tensor x = empty({1 << 20}, options);  // made on the default stream
+    first = x.data_ptr();
+    cuda::StreamGuard guard(side);
+    for (int i = 0; i < 20; ++i) (void)matmul(a, b);  // keeps the side stream busy
+    x.fill_(1.0);                                        // x used on the side stream
+    x.record_stream(side);
+  }  // x freed while the side stream may still be writing it
+  const bool side_busy = !side.query();
+  const Tensor y = empty({1 << 20}, options);
+  if (side_busy) CHECK(y.data_ptr() != first);
+  side.synchronize();
+  cuda::synchronize();
+}
