@@ -7,6 +7,9 @@
 #include <strata/ops/shapes/pointwise.h>
 #include <strata/ops/structured.h>
 
+#include <cmath>
+#include <type_traits>
+
 namespace strata {
 namespace {
 

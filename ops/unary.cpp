@@ -9,6 +9,7 @@
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/blockwise.h>
+#include <strata/ops/eigen_math.h>
 #include <strata/ops/shapes/unary.h>
 #include <strata/ops/structured.h>
 
@@ -122,7 +123,7 @@ struct ExpOp {
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
   template <class X>
-  static auto array(const X& x) { return x.exp(); }
+  static auto array(const X& x) { return detail::exp_or_zero(x); }  // Note [Eigen exp underflow]
   static Tensor call(const Tensor& x) { return exp(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) { return g * result; }
 };
@@ -209,7 +210,7 @@ struct SigmoidOp {
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
   template <class X>
-  static auto array(const X& x) { return x.logistic(); }
+  static auto array(const X& x) { return detail::logistic_or_zero(x); }
   static Tensor call(const Tensor& x) { return sigmoid(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
     return g * result * (1 - result);
@@ -223,7 +224,7 @@ struct SiluOp {
   static constexpr DtypeRule rule = DtypeRule::floating_only;
   static constexpr bool saves_self = true, saves_result = false;
   template <class X>
-  static auto array(const X& x) { return x * x.logistic(); }
+  static auto array(const X& x) { return x * detail::logistic_or_zero(x); }
   static Tensor call(const Tensor& x) { return silu(x); }
   static Tensor derivative(const Tensor& g, const Tensor& self, const Tensor&) {
     const Tensor s = sigmoid(self);
@@ -263,7 +264,8 @@ struct GeluErfBackwardOp {
   template <class X>
   static auto array(const X& g, const X& x) {
     using C = typename X::Scalar;
-    return g * (C(0.5) * (C(1) + (x * C(kSqrtHalf)).erf()) + x * (x.square() * C(-0.5)).exp() * C(kInvSqrt2Pi));
+    return g * (C(0.5) * (C(1) + (x * C(kSqrtHalf)).erf()) +
+                x * detail::exp_or_zero(x.square() * C(-0.5)) * C(kInvSqrt2Pi));
   }
 };
 struct GeluTanhBackwardOp {

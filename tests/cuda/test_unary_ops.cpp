@@ -44,11 +44,7 @@ void check_floating_math(double tolerance) {
   check_against_cpu<T>(ReluOp{}, [](const Tensor& t) { return relu(t); }, inputs);
   check_against_cpu<T>(ExpOp{}, [](const Tensor& t) { return exp(t); }, inputs, tolerance);
   check_against_cpu<T>(LogOp{}, [](const Tensor& t) { return log(t); }, inputs, tolerance);
-  // The CPU's vectorised sqrt gives NaN for +inf (Eigen's fast packet sqrt); compare without it.
-  std::vector<T> finite_or_negative = inputs;
-  std::erase(finite_or_negative, std::numeric_limits<T>::infinity());
-  check_against_cpu<T>(SqrtOp{}, [](const Tensor& t) { return sqrt(t); }, finite_or_negative, tolerance);
-  CHECK(SqrtOp{}(std::numeric_limits<T>::infinity()) == std::numeric_limits<T>::infinity());
+  check_against_cpu<T>(SqrtOp{}, [](const Tensor& t) { return sqrt(t); }, inputs);
   check_against_cpu<T>(RsqrtOp{}, [](const Tensor& t) { return rsqrt(t); }, inputs, tolerance);
   check_against_cpu<T>(SinOp{}, [](const Tensor& t) { return sin(t); }, inputs, tolerance);
   check_against_cpu<T>(CosOp{}, [](const Tensor& t) { return cos(t); }, inputs, tolerance);

@@ -44,6 +44,32 @@ TEST_CASE("softmax and log_softmax: large logits stay finite") {
   check_values(softmax(big, 0), {2, 2}, kFloat32, {0.5, 0.5, 0.5, 0.5});
 }
 
+// A -inf logit (an attention mask) has probability exactly 0 and log-probability -inf, along
+// the contiguous dim and along an outer one: Note [Eigen exp underflow].
+TEST_CASE("softmax and log_softmax: masked (-inf) logits give exact zeros") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    INFO(dtype);
+    std::vector<double> logits(32, 0.5);
+    for (size_t i = 0; i < logits.size(); i += 3) logits[i] = -inf;
+    const Tensor row = from_blob(logits.data(), {32}, kFloat64).to(dtype);
+    const Tensor column = row.reshape({32, 1}).expand({32, 4}).contiguous();
+    for (const auto& [x, dim] : {std::pair{row, int64_t{0}}, std::pair{column, int64_t{0}}}) {
+      const std::vector<double> p = values_of(softmax(x, dim)), logp = values_of(log_softmax(x, dim));
+      const size_t width = static_cast<size_t>(x.numel()) / logits.size();
+      for (size_t i = 0; i < p.size(); ++i) {
+        const bool masked = (i / width) % 3 == 0;
+        if (masked) {
+          CHECK(p[i] == 0.0);
+          CHECK(logp[i] == -inf);
+        } else {
+          CHECK(p[i] == doctest::Approx(1.0 / 21));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("softmax and log_softmax: errors") {
   expect_error<TypeError>([] { (void)softmax(tensor({1, 2}), 0); },
                           "[softmax] expected a floating-point input or dtype, got Int64", {"[2]"});
