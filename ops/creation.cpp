@@ -60,7 +60,7 @@ void arange_start_step_out_cpu(const Tensor& out, const Scalar& start, const Sca
     } else {
       const double first = start.to_double(), stride = step.to_double();
       detail::run_chunked(length, [=](int64_t begin, int64_t stop) {
-        for (int64_t i = begin; i < stop; ++i) data[i] = detail::convert<T>(first + static_cast<double>(i) * stride);
+        for (int64_t i = begin; i < stop; ++i) data[i] = detail::convert<T>(std::fma(static_cast<double>(i), stride, first));
       });
     }
   });
@@ -117,7 +117,9 @@ void randn_out_cpu(const Tensor& out, IntArrayRef, std::optional<ScalarType>, st
 // Note [linspace values]
 // steps values from start to end inclusive, float32 unless a dtype is given. Like PyTorch,
 // the first half counts up from start and the second half down from end, so both endpoints
-// are exact; values are computed in double and converted (truncated for integer dtypes).
+// are exact; values are computed in double and converted (truncated for integer dtypes). Each
+// value is one fused multiply-add, as is arange's start + i * step, so that every build (with
+// or without FMA instructions) and the CUDA kernels give the same numbers.
 void linspace_out_cpu(const Tensor& out, const Scalar& start, const Scalar& end, int64_t steps,
                       std::optional<ScalarType>, std::optional<Device>) {
   const double first = start.to_double(), last = end.to_double();
@@ -127,8 +129,8 @@ void linspace_out_cpu(const Tensor& out, const Scalar& start, const Scalar& end,
     const int64_t half = steps == 1 ? 1 : steps / 2;  // a single step is start
     detail::run_chunked(steps, [=](int64_t begin, int64_t stop) {
       for (int64_t i = begin; i < stop; ++i) {
-        const double value = i < half ? first + step * static_cast<double>(i)
-                                      : last - step * static_cast<double>(steps - 1 - i);
+        const double value = i < half ? std::fma(step, static_cast<double>(i), first)
+                                      : std::fma(-step, static_cast<double>(steps - 1 - i), last);
         data[i] = detail::convert<T>(value);
       }
     });

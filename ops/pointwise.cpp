@@ -20,10 +20,19 @@ using shapes::arith_name;
 // ---------------------------------------------------------------------------------------
 // CPU arithmetic. The functors work in compute_type_t<T>; integers wrap.
 
+// Note [Fused alpha]
+// add(x, y, alpha) and sub(x, y, alpha) on floating types round once: x + alpha * y is a fused
+// multiply-add, as ATen's vectorised kernels (vec::fmadd) and the CUDA kernels compute it. GCC
+// contracts the plain expression only where the target has FMA instructions, so spelling it
+// std::fma keeps the results the same on every build (glibc picks the FMA instruction at run
+// time where the CPU has one).
 template <class C>
 struct AddOp {
   C alpha;
-  C operator()(C x, C y) const { return detail::wrapping_add(x, detail::wrapping_mul(alpha, y)); }
+  C operator()(C x, C y) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fma(alpha, y, x);
+    else return detail::wrapping_add(x, detail::wrapping_mul(alpha, y));
+  }
 };
 template <class C>
 struct AddOneOp {
@@ -32,7 +41,10 @@ struct AddOneOp {
 template <class C>
 struct SubOp {
   C alpha;
-  C operator()(C x, C y) const { return detail::wrapping_sub(x, detail::wrapping_mul(alpha, y)); }
+  C operator()(C x, C y) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fma(-alpha, y, x);  // Note [Fused alpha]
+    else return detail::wrapping_sub(x, detail::wrapping_mul(alpha, y));
+  }
 };
 template <class C>
 struct SubOneOp {
