@@ -18,6 +18,9 @@ class RefCounted {
   // Returns true when this was the last reference.
   bool release() const { return refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
   uint32_t use_count() const { return refcount_.load(std::memory_order_relaxed); }
+  // Runs when the last reference goes. Objects that share one allocation with others (a
+  // TensorImpl made with its Storage, Note [One allocation per tensor]) override it.
+  virtual void destroy() const { delete this; }
 
  private:
   mutable std::atomic<uint32_t> refcount_{1};
@@ -57,7 +60,7 @@ class intrusive_ptr {
   ~intrusive_ptr() { reset(); }
 
   void reset() {
-    if (ptr_ && ptr_->release()) delete ptr_;
+    if (ptr_ && ptr_->release()) ptr_->destroy();
     ptr_ = nullptr;
   }
   T* release_ownership() { return std::exchange(ptr_, nullptr); }

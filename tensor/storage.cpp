@@ -322,10 +322,10 @@ Allocator* get_allocator(Device device) {
 }
 
 // The CPU case stays a direct call: it runs for every op's output. See Note [CPU size-class cache].
-intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device) {
+DataPtr detail::allocate_storage_data(size_t nbytes, Device device) {
   switch (device.type()) {
-    case kCPU: return adopt_data(cpu_allocator()->allocate(nbytes), nbytes);
-    case kMeta: return make_intrusive<StorageImpl>(DataPtr{nullptr, nullptr, nullptr, device}, nbytes);
+    case kCPU: return cpu_allocator()->allocate(nbytes);
+    case kMeta: return DataPtr{nullptr, nullptr, nullptr, device};
     case kCUDA: break;
   }
   DataPtr data = backend_allocator(device, "empty")->allocate(nbytes);
@@ -333,7 +333,11 @@ intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device) {
     if (data.deleter) data.deleter(data.data, data.context, nbytes);
     STRATA_INTERNAL_ASSERT(false, "the allocator of ", device, " returned memory on ", data.device);
   }
-  return adopt_data(data, nbytes);
+  return data;
+}
+
+intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device) {
+  return adopt_data(detail::allocate_storage_data(nbytes, device), nbytes);
 }
 
 }  // namespace strata

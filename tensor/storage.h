@@ -72,6 +72,9 @@ class StorageImpl : public RefCounted {
 intrusive_ptr<StorageImpl> make_storage(size_t nbytes, Device device);
 
 namespace detail {
+// The memory make_storage would wrap: nbytes from the allocator of `device` (a null DataPtr on
+// `device` for Meta). The caller owns it until a StorageImpl adopts it.
+DataPtr allocate_storage_data(size_t nbytes, Device device);
 // dispatch/ sets this: it wraps a storage's on_release so that the library whose code it runs
 // stays loaded while the storage lives (see Note [Code of unloaded libraries] in
 // dispatch/load_library.cpp). tensor/ does not depend on dispatch/, hence the pointer.

@@ -138,8 +138,8 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
   int64_t nbytes = 0;
   STRATA_CHECK_VALUE(!__builtin_mul_overflow(numel, element_size(dtype), &nbytes), "[empty] size ", sizes,
                      " of ", dtype, " needs more bytes than int64 can count");
-  auto storage = make_storage(static_cast<size_t>(nbytes), device);
-  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes));
+  const DataPtr data = allocate_storage_data(static_cast<size_t>(nbytes), device);
+  return Tensor(make_tensor_with_storage(data, static_cast<size_t>(nbytes), dtype, sizes));
 }
 
 // Note [View bounds]

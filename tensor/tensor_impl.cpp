@@ -1,5 +1,8 @@
-// TensorImpl geometry: sizes, strides, numel and contiguity.
+// TensorImpl geometry: sizes, strides, numel and contiguity; a tensor and its storage in one
+// allocation.
 #include <strata/tensor/tensor_impl.h>
+
+#include <new>
 
 namespace strata {
 
@@ -109,6 +112,79 @@ DispatchKey backend_key(DeviceType type) {
     case kMeta: return DispatchKey::Meta;
   }
   detail::throw_error<ValueError>("[backend_key] unknown device type ", static_cast<int>(type));
+}
+
+// ---------------------------------------------------------------------------------------
+// Note [One allocation per tensor]: the shared block.
+
+namespace {
+
+struct SharedBlock;
+
+class BlockStorage final : public StorageImpl {
+ public:
+  BlockStorage(SharedBlock* block, DataPtr data, size_t nbytes) : StorageImpl(data, nbytes), block_(block) {}
+  void destroy() const override;
+
+ private:
+  SharedBlock* block_;
+};
+
+class BlockTensorImpl final : public TensorImpl {
+ public:
+  BlockTensorImpl(SharedBlock* block, intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes)
+      : TensorImpl(std::move(storage), dtype, sizes), block_(block) {}
+  void destroy() const override;
+
+ private:
+  SharedBlock* block_;
+};
+
+// Raw room for both objects; each is constructed and destroyed by hand, and the block goes
+// when the second of them has been destroyed.
+struct SharedBlock {
+  std::atomic<uint32_t> live{2};
+  alignas(BlockStorage) std::byte storage[sizeof(BlockStorage)];
+  alignas(BlockTensorImpl) std::byte impl[sizeof(BlockTensorImpl)];
+
+  void release_one() {
+    if (live.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    this->~SharedBlock();
+    ::operator delete(this);
+  }
+};
+
+void BlockStorage::destroy() const {
+  SharedBlock* block = block_;
+  const_cast<BlockStorage*>(this)->~BlockStorage();
+  block->release_one();
+}
+
+void BlockTensorImpl::destroy() const {
+  SharedBlock* block = block_;
+  const_cast<BlockTensorImpl*>(this)->~BlockTensorImpl();  // may destroy the storage first
+  block->release_one();
+}
+
+}  // namespace
+
+intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes) {
+  void* raw = nullptr;
+  try {
+    raw = ::operator new(sizeof(SharedBlock));
+  } catch (...) {
+    if (data.deleter) data.deleter(data.data, data.context, nbytes);
+    throw;
+  }
+  auto* block = new (raw) SharedBlock;
+  auto* storage = new (block->storage) BlockStorage(block, data, nbytes);  // owns data from here
+  try {
+    return intrusive_ptr<TensorImpl>::adopt(
+        new (block->impl) BlockTensorImpl(block, intrusive_ptr<StorageImpl>::adopt(storage), dtype, sizes));
+  } catch (...) {
+    block->release_one();  // the tensor's share; the storage released its own while unwinding
+    throw;
+  }
 }
 
 }  // namespace strata

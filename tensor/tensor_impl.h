@@ -21,8 +21,11 @@ class AutogradMetaInterface {
 
 // Note [One allocation per tensor]
 // A TensorImpl keeps sizes and strides inline (DimVector) and shares its Storage through an
-// intrusive pointer; a new CPU tensor costs the TensorImpl, the StorageImpl and one block from
-// the size-class cache, with no other heap traffic.
+// intrusive pointer. A new tensor with a new storage (make_tensor_with_storage, which every
+// empty/zeros/op output goes through) places the TensorImpl and its StorageImpl in one heap
+// block with a count of two: each object runs its destructor when its own references are gone
+// (a view may keep the storage alive after the tensor), and the block is freed with the second.
+// So a new CPU tensor costs one heap allocation plus one block from the size-class cache.
 class TensorImpl : public RefCounted {
  public:
   TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
@@ -94,6 +97,10 @@ class TensorImpl : public RefCounted {
   bool is_contiguous_ = true;
   DispatchKeySet key_set_;
 };
+
+// A contiguous tensor of `sizes` over a new storage that adopts `data` (nbytes), both in one
+// allocation (Note [One allocation per tensor]). `data` is freed if this throws.
+intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes);
 
 // Row-major strides for sizes.
 DimVector contiguous_strides(IntArrayRef sizes);
