@@ -12,10 +12,18 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output, const std::sh
   if (!tensor.defined()) return;
   saved_version_ = tensor.version();
   output_nr_ = tensor.output_nr();
-  if (auto fn = tensor.grad_fn()) producer_ = fn->name();
+  if (auto fn = tensor.grad_fn()) {
+    producer_ = fn;  // weak: a saved output's producer is its owner
+    had_producer_ = true;
+  }
   if (is_output) {
     // Shares storage and version counter, but not the grad_fn (that would be a cycle).
-    data_ = tensor.detach();
+    const TensorImpl& impl = *tensor.impl();
+    storage_ = impl.storage();
+    sizes_ = DimVector(impl.sizes());
+    strides_ = DimVector(impl.strides());
+    storage_offset_ = impl.storage_offset();
+    dtype_ = impl.dtype();
     grad_fn_ = node;
   } else {
     data_ = tensor;
@@ -27,21 +35,28 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, std::string_vie
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");
   if (!was_defined_) return Tensor();
-  const uint32_t current = data_.version();
+  const uint32_t current = is_output_ ? storage_->version() : data_.version();
   STRATA_CHECK(current == saved_version_, "[", owner_name,
                "] one of the variables needed for gradient computation has been modified by an inplace operation: [",
-               data_.dtype(), " ", data_.sizes(), "], which is output ", output_nr_, " of ",
-               producer_.empty() ? (is_output_ ? std::string(owner_name) : std::string("a leaf")) : producer_,
-               ", is at version ", current, "; expected version ", saved_version_, " instead.");
+               is_output_ ? dtype_ : data_.dtype(), " ", is_output_ ? sizes_.ref() : data_.sizes(), "], which is output ",
+               output_nr_, " of ", producer_name(owner_name), ", is at version ", current, "; expected version ",
+               saved_version_, " instead.");
   if (!is_output_) return data_;
   // A saved output comes back attached to its Node, so double backward can go through it.
-  Tensor result = data_.detach();
+  Tensor result(make_intrusive<TensorImpl>(storage_, dtype_, sizes_.ref(), strides_.ref(), storage_offset_));
   if (std::shared_ptr<Node> node = grad_fn_.lock(); node && node == owner) detail::set_history(result, node, output_nr_);
   return result;
 }
 
+std::string SavedVariable::producer_name(std::string_view owner_name) const {
+  if (std::shared_ptr<Node> producer = producer_.lock()) return producer->name();
+  if (is_output_) return std::string(owner_name);
+  return had_producer_ ? "an op whose node was freed" : "a leaf";
+}
+
 void SavedVariable::reset() {
   data_ = Tensor();
+  storage_ = nullptr;
   released_ = true;
 }
 
@@ -62,18 +77,29 @@ bool SavedData::contains(std::string_view key) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry.first == key; });
 }
 
-void AutogradContext::save_for_backward(tensor_list tensors) { to_save_ = std::move(tensors); }
+void AutogradContext::save_for_backward(const tensor_list& tensors) {
+  to_save_ = SmallVector<Tensor, 2>(tensors.begin(), tensors.end());
+}
+void AutogradContext::save_for_backward(std::initializer_list<Tensor> tensors) {
+  to_save_ = SmallVector<Tensor, 2>(tensors);
+}
+
+std::string AutogradContext::node_name() const {
+  std::shared_ptr<Node> node = node_.lock();
+  return node ? node->name() : std::string("Function");
+}
 
 tensor_list AutogradContext::get_saved_variables() const {
   tensor_list result;
   result.reserve(saved_.size());
   std::shared_ptr<Node> node = node_.lock();
-  STRATA_CHECK(!released_, "[", node_name_,
+  STRATA_CHECK(!released_, "[", node_name(),
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");
   // Before wiring (inside forward) the tensors come back as given.
-  if (saved_.empty() && !to_save_.empty()) return to_save_;
-  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node, node_name_));
+  if (saved_.empty() && !to_save_.empty()) return tensor_list(to_save_.begin(), to_save_.end());
+  const std::string name = node_name();
+  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node, name));
   return result;
 }
 
@@ -83,13 +109,19 @@ void AutogradContext::mark_dirty(const tensor_list& tensors) {
 void AutogradContext::mark_non_differentiable(const tensor_list& tensors) {
   for (const Tensor& t : tensors) non_differentiable_.insert(t.impl());
 }
+IntArrayRef AutogradContext::input_sizes(size_t index) const {
+  STRATA_CHECK_VALUE(inputs_ && index < inputs_->size(), "[input_sizes] the function has ",
+                     inputs_ ? inputs_->size() : 0, " gradient slots; asked for slot ", index);
+  return (*inputs_)[index].metadata.shape.ref();
+}
+
 bool AutogradContext::needs_input_grad(size_t index) const {
   if (!inputs_ || index >= inputs_->size() || !(*inputs_)[index].needs_grad) return false;
   // In backward: only the edges this pass delivers along (See Note [Function inputs]).
   return !edges_ || index >= edges_->size() || detail::edge_needed((*edges_)[index]);
 }
 
-void AutogradContext::save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node) {
+void AutogradContext::save_variables(std::span<const Tensor> outputs, const std::shared_ptr<Node>& node) {
   saved_.reserve(to_save_.size());
   for (const Tensor& t : to_save_) {
     bool is_output = t.defined() && std::any_of(outputs.begin(), outputs.end(),
@@ -113,9 +145,8 @@ namespace detail {
 // this node (through CopySlices when it is a view), and its version is bumped unless forward
 // already did (a Function writing through data_ptr is still seen as a mutation; a built-in
 // in-place op bumped once already and is not bumped twice).
-void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs) {
-  ctx.node_name_ = node->name();
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& output = outputs[i];
     node->add_output_metadata(output);

@@ -1,7 +1,9 @@
 #pragma once
 // Custom autograd Functions (CRTP, as in LibTorch) and autograd::kernel<F>(), which makes a
 // Function the Autograd kernel of an operator. Built-in derivatives use the same path.
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -15,10 +17,13 @@
 #include <strata/autograd/variable.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/kernel.h>
+#include <strata/tensor/small_vector.h>
 
 namespace strata::autograd {
 
-// A tensor saved for backward, with the version it had then.
+// A tensor saved for backward, with the version it had then. An output of the recording node
+// is kept as its storage and geometry, not as a TensorImpl: the output's own impl would hold
+// the node (a cycle), and an alias of it would be one more allocation per recorded op.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -29,14 +34,20 @@ class SavedVariable {
   void reset();
 
  private:
-  Tensor data_;
+  Tensor data_;                       // for saved inputs
+  intrusive_ptr<StorageImpl> storage_;  // for saved outputs: their storage and geometry
+  DimVector sizes_, strides_;
+  int64_t storage_offset_ = 0;
+  ScalarType dtype_ = kFloat32;
   std::weak_ptr<Node> grad_fn_;   // for saved outputs
   uint32_t output_nr_ = 0;
   uint32_t saved_version_ = 0;
   bool is_output_ = false;
   bool was_defined_ = false;
   bool released_ = false;
-  std::string producer_;          // the op that made the tensor, for error messages
+  bool had_producer_ = false;
+  std::weak_ptr<Node> producer_;  // the node that made the tensor, named in error messages
+  std::string producer_name(std::string_view owner_name) const;
 };
 
 // Values a Function keeps for backward: ctx->saved_data["beta"] = beta.
@@ -48,19 +59,21 @@ class SavedData {
   void clear() { entries_.clear(); }
 
  private:
-  std::vector<std::pair<std::string, IValue>> entries_;
+  SmallVector<std::pair<std::string, IValue>, 1> entries_;  // Note [Recording allocations]
 };
 
 class AutogradContext;
 namespace detail {
 struct ForwardInput;
-void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                  const std::vector<ForwardInput>& inputs);
+using ForwardInputs = SmallVector<ForwardInput, 3>;
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
+                  const ForwardInputs& inputs);
 }
 
 class AutogradContext {
  public:
-  void save_for_backward(tensor_list tensors);
+  void save_for_backward(const tensor_list& tensors);
+  void save_for_backward(std::initializer_list<Tensor> tensors);  // ctx->save_for_backward({x, y})
   tensor_list get_saved_variables() const;
   void mark_dirty(const tensor_list& tensors);
   void mark_non_differentiable(const tensor_list& tensors);
@@ -68,6 +81,10 @@ class AutogradContext {
   // running now: false for non-tensor arguments, for tensors that do not require grad, and for
   // inputs this call does not reach (autograd::grad for other inputs).
   bool needs_input_grad(size_t index) const;
+  // The shape forward argument `index` had (Note [Function inputs]), in forward and backward:
+  // what a backward that expands or reshapes a gradient needs, without saving it. Empty for a
+  // non-tensor argument.
+  IntArrayRef input_sizes(size_t index) const;
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
 
   SavedData saved_data;
@@ -77,20 +94,20 @@ class AutogradContext {
   friend class CppNode;
   template <class T>
   friend struct Function;
-  friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
-                                   const std::vector<detail::ForwardInput>& inputs);
+  friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
+                                   const detail::ForwardInputs& inputs);
 
-  void save_variables(const tensor_list& outputs, const std::shared_ptr<Node>& node);
+  void save_variables(std::span<const Tensor> outputs, const std::shared_ptr<Node>& node);
   void release();
+  std::string node_name() const;  // for error messages
 
-  tensor_list to_save_;
-  std::vector<SavedVariable> saved_;
+  SmallVector<Tensor, 2> to_save_;
+  SmallVector<SavedVariable, 2> saved_;
   std::unordered_set<const TensorImpl*> dirty_;
   std::unordered_set<const TensorImpl*> non_differentiable_;
-  const std::vector<detail::ForwardInput>* inputs_ = nullptr;  // the owning node's
-  const edge_list* edges_ = nullptr;                            // the owning node's
+  const detail::ForwardInputs* inputs_ = nullptr;  // the owning node's
+  const edge_list* edges_ = nullptr;                // the owning node's
   std::weak_ptr<Node> node_;
-  std::string node_name_;
   bool materialize_grads_ = true;
   bool released_ = false;
 };
@@ -105,7 +122,6 @@ struct ForwardInput {
   bool needs_grad = false;
   uint32_t version = 0;  // before forward ran (See Note [Mark dirty])
 };
-using ForwardInputs = std::vector<ForwardInput>;
 
 inline bool collect_tensor(ForwardInputs& inputs, edge_list& edges, const Tensor& t) {
   const bool needs = requires_grad(t);
@@ -138,7 +154,7 @@ bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
 }
 
 // Wires a Function's outputs into the tape after its forward ran.
-void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, tensor_list& outputs,
+void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs);
 // The checks and shape fixes every backward result goes through.
 tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
@@ -172,6 +188,15 @@ class CppNode final : public Node {
   detail::ForwardInputs inputs_;
 };
 
+// Note [Recording allocations]
+// Recording an op on the tape costs one heap allocation: the CppNode, which keeps its edges,
+// forward-input metadata, output metadata, saved tensors and saved values inline
+// (SmallVector) for ops of up to three arguments, two saved tensors and one saved value.
+// Outputs are wired through a span (no tensor_list for a single output), names are computed
+// only for error messages, and a leaf's AccumulateGrad is shared by every op that uses the leaf
+// while one of them is alive. With the output's TensorImpl and Storage (one allocation, Note
+// [One allocation per tensor]) and its AutogradMeta, a recorded op makes three allocations;
+// tests/alloc/ counts them.
 template <class T>
 struct Function {
   // Runs T::forward with the Autograd key excluded and, when grad mode is on and an input
@@ -198,9 +223,8 @@ struct Function {
     }();
     if (!record) return result;
     if constexpr (std::is_same_v<Result, Tensor>) {
-      tensor_list outputs{std::move(result)};
-      detail::wire_outputs(node, node->ctx_, outputs, inputs);
-      return std::move(outputs[0]);
+      detail::wire_outputs(node, node->ctx_, std::span<Tensor>(&result, 1), inputs);
+      return result;
     } else {
       detail::wire_outputs(node, node->ctx_, result, inputs);
       return result;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <strata/tensor/small_vector.h>
 #include <strata/tensor/tensor.h>
 
 namespace strata::autograd {
@@ -21,7 +22,9 @@ struct Edge {
   uint32_t input_nr = 0;
   bool valid() const { return function != nullptr; }
 };
-using edge_list = std::vector<Edge>;
+// Inline room for four edges: one Node allocation records a typical op (Note [Recording
+// allocations] in autograd/function.h).
+using edge_list = SmallVector<Edge, 4>;
 
 // What a gradient must look like: the forward tensor's shape, dtype and device.
 struct TensorMetadata {
@@ -74,7 +77,7 @@ class Node : public std::enable_shared_from_this<Node> {
  protected:
   uint64_t sequence_nr_;
   edge_list next_edges_;
-  std::vector<TensorMetadata> output_metadata_;
+  SmallVector<TensorMetadata, 1> output_metadata_;
 
  private:
   struct Hook {

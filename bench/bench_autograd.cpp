@@ -1,5 +1,6 @@
-// Autograd overhead: a tiny add forward+backward and a chain of 300 small ops forward+backward,
-// beside LibTorch's figures when LibTorch is found (target: at most 1/5 of its time).
+// Autograd overhead: a tiny add forward+backward, a chain of 300 small ops forward+backward, and
+// issue 15's row "100 x tanh(y * 0.5 + 0.1) on 8 floats, forward + backward", beside LibTorch's
+// figures when LibTorch is found.
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_autograd
 #include <strata/strata.h>
 
@@ -32,6 +33,16 @@ void strata_chain_300(benchmark::State& state) {
 }
 BENCHMARK(strata_chain_300);
 
+void strata_tanh_chain_100(benchmark::State& state) {
+  strata::Tensor x = strata::ones({8}).requires_grad_();
+  for (auto _ : state) {
+    strata::Tensor y = x;
+    for (int i = 0; i < 100; ++i) y = strata::tanh(y * 0.5 + 0.1);
+    y.sum().backward();
+  }
+}
+BENCHMARK(strata_tanh_chain_100);
+
 #ifdef STRATA_BENCH_WITH_TORCH
 void torch_add_forward_backward(benchmark::State& state) {
   torch::set_num_threads(1);
@@ -55,6 +66,17 @@ void torch_chain_300(benchmark::State& state) {
   }
 }
 BENCHMARK(torch_chain_300);
+
+void torch_tanh_chain_100(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor x = torch::ones({8}).requires_grad_();
+  for (auto _ : state) {
+    torch::Tensor y = x;
+    for (int i = 0; i < 100; ++i) y = torch::tanh(y * 0.5 + 0.1);
+    y.sum().backward();
+  }
+}
+BENCHMARK(torch_tanh_chain_100);
 #endif
 
 }  // namespace

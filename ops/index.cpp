@@ -374,13 +374,12 @@ struct SliceFunction : autograd::Function<SliceFunction> {
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim, std::optional<int64_t> start,
                         std::optional<int64_t> end, int64_t step) {
     const SliceBounds bounds = slice_bounds(self, dim, start, end, step);
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["bounds"] = std::vector<int64_t>{bounds.dim, bounds.start, bounds.end, bounds.step};
     return slice(self, dim, start, end, step);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const std::vector<int64_t> b = ctx->saved_data["bounds"].to_int_list();
-    return {slice_backward(grads[0], ctx->saved_data["sizes"].to_int_list(), b[0], b[1], b[2], b[3]), Tensor(),
+    return {slice_backward(grads[0], ctx->input_sizes(0), b[0], b[1], b[2], b[3]), Tensor(),
             Tensor(), Tensor(), Tensor()};
   }
 };
@@ -402,13 +401,12 @@ struct SelectFunction : autograd::Function<SelectFunction> {
   static constexpr std::string_view name() { return "SelectBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim, int64_t index) {
     Tensor out = select(self, dim, index);
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["index"] = index;
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {select_backward(grads[0], ctx->saved_data["sizes"].to_int_list(), ctx->saved_data["dim"].to_int(),
+    return {select_backward(grads[0], ctx->input_sizes(0), ctx->saved_data["dim"].to_int(),
                             ctx->saved_data["index"].to_int()),
             Tensor(), Tensor()};
   }
@@ -432,13 +430,12 @@ struct IndexSelectFunction : autograd::Function<IndexSelectFunction> {
   static constexpr std::string_view name() { return "IndexSelectBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim, const Tensor& index) {
     ctx->save_for_backward({index});
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["dim"] = dim;
     return index_select(self, dim, index);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor index = ctx->get_saved_variables()[0];
-    const Tensor base = zeros(ctx->saved_data["sizes"].to_int_list(), grads[0].options());
+    const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
     return {index_add(base, ctx->saved_data["dim"].to_int(), index, grads[0]), Tensor(), Tensor()};
   }
 };
@@ -467,12 +464,11 @@ struct GatherFunction : autograd::Function<GatherFunction> {
   static constexpr std::string_view name() { return "GatherBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
     ctx->save_for_backward({index});
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["dim"] = dim;
     return gather(self, dim, index, sparse_grad);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor base = zeros(ctx->saved_data["sizes"].to_int_list(), grads[0].options());
+    const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
     return {scatter_add(base, ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0], grads[0]), Tensor(),
             Tensor(), Tensor()};
   }

@@ -318,12 +318,11 @@ using autograd::AutogradContext;
 struct SumFunction : autograd::Function<SumFunction> {
   static constexpr std::string_view name() { return "SumBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
-    ctx->saved_data["sizes"] = self.sizes();
     Tensor out = sum(self, dtype);
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].expand(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+    return {grads[0].expand(ctx->input_sizes(0)), Tensor()};
   }
 };
 
@@ -333,13 +332,12 @@ struct SumDimFunction : autograd::Function<SumDimFunction> {
                         std::optional<ScalarType> dtype) {
     Tensor out = call_sum_dim(self, dims, keepdim, dtype);
     // The output's shape with the reduced dims kept as 1: the gradient is viewed to it.
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["kept"] = reduce_shape("sum", self, dims, true, dtype).out_sizes.vec();
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
-    return {kept.expand(ctx->saved_data["sizes"].to_int_list()), Tensor(), Tensor(), Tensor()};
+    return {kept.expand(ctx->input_sizes(0)), Tensor(), Tensor(), Tensor()};
   }
   static Tensor call_sum_dim(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
                                         std::optional<ScalarType> dtype) {
@@ -355,11 +353,10 @@ using MeanDimSignature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool,
 struct MeanFunction : autograd::Function<MeanFunction> {
   static constexpr std::string_view name() { return "MeanBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
-    ctx->saved_data["sizes"] = self.sizes();
     return mean(self, dtype);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const std::vector<int64_t>& sizes = ctx->saved_data["sizes"].to_int_list();
+    const IntArrayRef sizes = ctx->input_sizes(0);
     int64_t count = 1;
     for (int64_t size : sizes) count *= size;
     return {grads[0].expand(sizes) / count, Tensor()};
@@ -372,14 +369,13 @@ struct MeanDimFunction : autograd::Function<MeanDimFunction> {
                         std::optional<ScalarType> dtype) {
     static const auto op = find_op("strata::mean.dim").typed<MeanDimSignature>();
     const ReduceShape shape = reduce_shape("mean", self, dims, keepdim, dtype);
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["kept"] = shape.kept_sizes.vec();
     ctx->saved_data["count"] = shape.count;
     return op.call(self, dims, keepdim, dtype);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
-    return {kept.expand(ctx->saved_data["sizes"].to_int_list()) / ctx->saved_data["count"].to_int(), Tensor(), Tensor(),
+    return {kept.expand(ctx->input_sizes(0)) / ctx->saved_data["count"].to_int(), Tensor(), Tensor(),
             Tensor()};
   }
 };

@@ -159,13 +159,12 @@ struct ExtremumDimFunction : autograd::Function<ExtremumDimFunction<is_max>> {
     const ReduceShape shape = detail::reduce_shape(extremum_name(is_max), self, single_dim(dim), true, kInt64);
     ctx->mark_non_differentiable({indices});
     ctx->save_for_backward({indices});
-    ctx->saved_data["sizes"] = self.sizes();
     ctx->saved_data["kept"] = shape.kept_sizes.vec();
     ctx->saved_data["dim"] = self.dim() == 0 ? int64_t{0} : wrap_dim(dim, self.dim(), extremum_name(is_max));
     return {values, indices};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const std::vector<int64_t>& sizes = ctx->saved_data["sizes"].to_int_list();
+    const IntArrayRef sizes = ctx->input_sizes(0);
     const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
     const Tensor g = grads[0].reshape(kept);
     if (sizes.empty()) return {g, Tensor(), Tensor()};

@@ -450,11 +450,10 @@ using autograd::AutogradContext;
 struct ViewFunction : autograd::Function<ViewFunction> {
   static constexpr std::string_view name() { return "ViewBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, IntArrayRef size) {
-    ctx->saved_data["sizes"] = self.sizes();
     return view(self, size);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
   }
 };
 
@@ -532,33 +531,30 @@ struct ToCopyFunction : autograd::Function<ToCopyFunction> {
 struct SqueezeFunction : autograd::Function<SqueezeFunction> {
   static constexpr std::string_view name() { return "SqueezeBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self) {
-    ctx->saved_data["sizes"] = self.sizes();
     return squeeze(self);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list())};
+    return {grads[0].reshape(ctx->input_sizes(0))};
   }
 };
 
 struct SqueezeDimFunction : autograd::Function<SqueezeDimFunction> {
   static constexpr std::string_view name() { return "SqueezeBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
-    ctx->saved_data["sizes"] = self.sizes();
     return squeeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
   }
 };
 
 struct UnsqueezeFunction : autograd::Function<UnsqueezeFunction> {
   static constexpr std::string_view name() { return "UnsqueezeBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
-    ctx->saved_data["sizes"] = self.sizes();
     return unsqueeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->saved_data["sizes"].to_int_list()), Tensor()};
+    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
   }
 };
 

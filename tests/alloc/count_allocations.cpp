@@ -1,0 +1,100 @@
+// Heap allocations per op, counted by replacing the global operator new in this executable
+// (strata_alloc_tests, not part of strata_tests, whose allocations must stay uncounted). See
+// Note [Recording allocations] in autograd/function.h and Note [One allocation per tensor] in
+// tensor/tensor_impl.h. Tensor data comes from the CPU allocator's size-class cache, which
+// has its own tests; what is counted here is every C++ object the call creates.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <strata/strata.h>
+
+#include <cstdlib>
+#include <new>
+
+namespace {
+thread_local bool counting = false;
+thread_local long allocations = 0;
+
+void* counted_allocation(std::size_t bytes) {
+  if (counting) ++allocations;
+  if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t bytes) { return counted_allocation(bytes); }
+void* operator new[](std::size_t bytes) { return counted_allocation(bytes); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace strata;
+
+namespace {
+
+// Allocations made by one call of fn, after two warm-up calls (static op handles, thread-local
+// caches and the size-class cache fill on first use).
+template <class Fn>
+long allocations_of(Fn&& fn) {
+  fn();
+  fn();
+  allocations = 0;
+  counting = true;
+  fn();
+  counting = false;
+  return allocations;
+}
+
+}  // namespace
+
+TEST_CASE("allocations: a new tensor and its storage are one allocation") {
+  CHECK(allocations_of([] { Tensor t = empty({4, 8}); }) == 1);
+  CHECK(allocations_of([] { Tensor t = zeros({3}, TensorOptions(kFloat64)); }) == 1);
+  CHECK(allocations_of([] { Tensor t = empty({2, 2}, TensorOptions().device(kMeta)); }) == 1);
+  const Tensor a = randn({8}), b = randn({8});
+  CHECK(allocations_of([&] { Tensor y = add(a, b); }) == 1);
+  CHECK(allocations_of([&] { Tensor y = tanh(a); }) == 1);
+  // A view shares the storage: one TensorImpl, nothing else.
+  CHECK(allocations_of([&] { Tensor v = a.narrow(0, 2, 4); }) == 1);
+}
+
+TEST_CASE("allocations: a view outlives its base's shared block") {
+  Tensor view;
+  {
+    Tensor base = arange(0, 16, 1, TensorOptions(kFloat32));
+    view = base.narrow(0, 4, 8);
+  }  // base's TensorImpl is gone; its storage lives on in the same block
+  CHECK(view.select(0, 0).item<float>() == 4.0f);
+  CHECK(view.sum().item<float>() == 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11);
+}
+
+TEST_CASE("allocations: recording a differentiable op costs at most three") {
+  const Tensor a = randn({8}).requires_grad_(), b = randn({8}).requires_grad_();
+  const Tensor w = randn({8, 8}).requires_grad_();
+  // While a graph that uses the leaves is alive, their accumulators are shared (a training
+  // step makes each parameter's accumulator once, at its first use).
+  const Tensor keep = (a * b).sum() + w.sum();
+  const Tensor h = a * b;  // a non-leaf input
+  CHECK(allocations_of([&] { Tensor y = add(a, b); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = sub(a, b, 2.0); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = mul(a, b); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = a * 0.5; }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = div(h, b); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = tanh(h); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = sigmoid(a); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = relu(h); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = exp(a); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = h.sum(); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = matmul(w, a); }) <= 3);
+  CHECK(allocations_of([&] { Tensor y = (h + 0.1); }) <= 3);
+  // The first use of a leaf in a graph adds its accumulator.
+  const Tensor fresh = randn({8}).requires_grad_();
+  CHECK(allocations_of([&] { Tensor y = mul(fresh, h); }) <= 4);
+}
+
+TEST_CASE("allocations: an op that records nothing costs only its output") {
+  const Tensor a = randn({8}).requires_grad_();
+  NoGradGuard no_grad;
+  CHECK(allocations_of([&] { Tensor y = mul(a, a); }) == 1);
+}
