@@ -5,7 +5,8 @@
 //   large add: strata's out-of-place add vs a device-to-device copy moving as many bytes
 //     (target: bandwidth >= 0.9 of the copy's, i.e. the ratio printed <= 1.11);
 //   tiny op: host time per add of two one-element CUDA tensors (target <= 4 us; PyTorch eager
-//     takes ~5-10 us), beside the same add on the CPU.
+//     takes ~5-10 us), beside the same add on the CPU and one bare runtime call (a memset
+//     enqueued on the stream), with the add into an existing output and the allocation alone.
 // GPU times come from CUDA events around each iteration (manual time).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -102,16 +103,47 @@ void BM_add_large_copy_reference(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kLargeAdd * 12);
 }
 
-// Host time per launch: the GPU runs behind; a sync every 256 calls keeps the queue short.
+// Host time per call: the GPU runs behind; every 256 calls a synchronize, not timed, keeps the
+// launch queue short (a full queue would make the host wait on the GPU).
+template <class Call>
+void host_time(benchmark::State& state, Call&& call) {
+  int64_t calls = 0;
+  for (auto _ : state) {
+    call();
+    if (++calls % 256 == 0) {
+      state.PauseTiming();
+      cuda::synchronize();
+      state.ResumeTiming();
+    }
+  }
+  cuda::synchronize();
+}
+
 void BM_tiny_add_cuda_host_time(benchmark::State& state) {
   const auto options = TensorOptions().device(kCUDA);
   const Tensor a = ones({1}, options), b = ones({1}, options);
-  int64_t calls = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(add(a, b));
-    if (++calls % 256 == 0) cuda::synchronize();
-  }
-  cuda::synchronize();
+  host_time(state, [&] { benchmark::DoNotOptimize(add(a, b)); });
+}
+
+// Where the tiny add's host time goes: the same add into an existing tensor (no allocation),
+// and the allocation alone.
+void BM_tiny_add_out_cuda_host_time(benchmark::State& state) {
+  const auto options = TensorOptions().device(kCUDA);
+  const Tensor a = ones({1}, options), b = ones({1}, options), c = empty({1}, options);
+  host_time(state, [&] { add_out(c, a, b); });
+}
+
+void BM_tiny_empty_cuda_host_time(benchmark::State& state) {
+  const auto options = TensorOptions().device(kCUDA);
+  host_time(state, [&] { benchmark::DoNotOptimize(empty({1}, options)); });
+}
+
+// The floor: one asynchronous runtime call that enqueues work (a 4-byte memset) on the stream.
+void BM_tiny_runtime_call_reference(benchmark::State& state) {
+  void* data = nullptr;
+  check(cudaMalloc(&data, 4));
+  host_time(state, [&] { check(cudaMemsetAsync(data, 0, 4, nullptr)); });
+  check(cudaFree(data));
 }
 
 void BM_tiny_add_cpu(benchmark::State& state) {
@@ -126,6 +158,9 @@ BENCHMARK(BM_matmul_cublas)->ArgsProduct({{4096, 8192}, {0, 1}})->UseManualTime(
 BENCHMARK(BM_add_large_strata)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_add_large_copy_reference)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_tiny_add_cuda_host_time);
+BENCHMARK(BM_tiny_add_out_cuda_host_time);
+BENCHMARK(BM_tiny_empty_cuda_host_time);
+BENCHMARK(BM_tiny_runtime_call_reference);
 BENCHMARK(BM_tiny_add_cpu);
 
 int main(int argc, char** argv) {
@@ -141,5 +176,8 @@ int main(int argc, char** argv) {
     }
   pairs.emplace_back("BM_add_large_strata/manual_time", "BM_add_large_copy_reference/manual_time");
   pairs.emplace_back("BM_tiny_add_cuda_host_time", "BM_tiny_add_cpu");
+  pairs.emplace_back("BM_tiny_add_cuda_host_time", "BM_tiny_runtime_call_reference");
+  pairs.emplace_back("BM_tiny_add_out_cuda_host_time", "BM_tiny_runtime_call_reference");
+  pairs.emplace_back("BM_tiny_empty_cuda_host_time", "BM_tiny_runtime_call_reference");
   return strata::bench::run_with_ratios(argc, argv, std::move(pairs));
 }

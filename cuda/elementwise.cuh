@@ -44,6 +44,8 @@ __device__ __forceinline__ void store(void* base, int64_t offset, V value) {
   auto* data = static_cast<typename DeviceStorage<T>::type*>(base);
   if constexpr (std::is_same_v<T, Half>) data[offset] = __float2half_rn(static_cast<float>(value));
   else if constexpr (std::is_same_v<T, BFloat16>) data[offset] = __float2bfloat16_rn(static_cast<float>(value));
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < 8 && std::is_floating_point_v<V>)
+    data[offset] = static_cast<T>(static_cast<int64_t>(value));  // Note [Floating to narrow integer] (ops/elementwise.h)
   else data[offset] = static_cast<T>(value);
 }
 

@@ -60,13 +60,22 @@ compute_type_t<T> checked_scalar(const Scalar& value, const char* op) {
 }
 
 // Value conversion between storage types (through float for the 16-bit floats).
+// Note [Floating to narrow integer]
+// A floating value converted to an integer type narrower than 64 bits goes through int64 and
+// wraps (-1.0 -> uint8 255), as PyTorch does on both devices. A direct cast is undefined
+// behaviour when the value does not fit, and the devices really differ: x86 wraps through a
+// 32-bit register, the GPU's conversion saturates (-1.0 -> 0). cuda/elementwise.cuh's store()
+// does the same.
 template <class To, class From>
 inline To convert(From value) {
   if constexpr (std::is_same_v<To, From>) return value;
   else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
     return To(static_cast<float>(value));
   else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
-    return static_cast<To>(static_cast<float>(value));
+    return convert<To>(static_cast<float>(value));
+  else if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> && sizeof(To) < 8 &&
+                     std::is_floating_point_v<From>)
+    return static_cast<To>(static_cast<int64_t>(value));
   else return static_cast<To>(value);
 }
 

@@ -151,6 +151,7 @@ TEST_CASE("copy: without a backend, moving to CUDA throws Error naming what is m
 }
 
 TEST_CASE("copy: unloading the backend brings the errors back") {
+  strata::testing::NoCudaBackend no_backend;  // the real one, on a machine with a GPU
   {
     FakeCudaBackend backend;
     CHECK(transposed_floats().cuda().device().is_cuda());

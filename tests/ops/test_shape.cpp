@@ -2,6 +2,7 @@
 // unsqueeze, split_with_sizes, split, chunk), cat, stack, contiguous, clone, copy_, to, and
 // Tensor::detach.
 #include "op_test_util.h"
+#include "../tensor/fake_cuda.h"
 
 #include <sstream>
 
@@ -161,7 +162,10 @@ TEST_CASE("to: dtype and device conversion, self when nothing changes") {
   CHECK(to(a, TensorOptions(kInt32).device(kMeta)).dtype() == kInt32);
   expect_error<Error>([&] { (void)meta.to(kCPU); }, "[_to_copy] cannot copy from a meta tensor to cpu");
   expect_error<Error>([&] { (void)meta.cpu(); }, "[_to_copy]");
-  CHECK_THROWS_AS((void)a.cuda(), Error);
+  {
+    strata::testing::NoCudaBackend no_backend;  // as in a build without CUDA
+    CHECK_THROWS_AS((void)a.cuda(), Error);
+  }
   expect_error<Error>([&] { (void)a.to(TensorOptions(kFloat64).requires_grad(true)); },
                       "[to] to(options) doesn't support converting to a different requires_grad");
 }
@@ -177,6 +181,14 @@ TEST_CASE("to: another tensor's dtype and device, or a device and a dtype") {
   CHECK(meta.is_meta());
   CHECK(meta.dtype() == kFloat16);
   CHECK(a.to(zeros({1}, kMeta)).is_meta());
+}
+
+TEST_CASE("to: floating values outside a narrow integer type wrap through int64, as in PyTorch") {
+  const Tensor x = tensor({-1.0, 300.0, -129.0, 2.9, -2.9});
+  check_values(x.to(kUInt8), {5}, kUInt8, {255, 44, 127, 2, 254});
+  check_values(x.to(kInt8), {5}, kInt8, {-1, 44, 127, 2, -2});
+  check_values(tensor({70000.5f, -32769.0f}).to(kInt16), {2}, kInt16, {4464, 32767});
+  check_values(linspace(-1, 1, 1, TensorOptions(kUInt8)), {1}, kUInt8, {255});
 }
 
 TEST_CASE("detach: shares storage and the version counter") {
