@@ -16,25 +16,30 @@
 // thread inside an OpenMP parallel region, but outside one (the serial path, or a caller's own
 // std::thread) it would start omp_get_max_threads() threads of its own on top of strata's; so
 // the first use sets OpenBLAS to one thread, process-wide (prepare_openblas; this also holds
-// for another OpenBLAS user in the process, such as LibTorch). On the shared 2-core machine of
-// Note [CPU GEMM library], with the other core busy, OpenBLAS's own two threads suffered most:
-// a float32 n = 256 product took 0.6 to 7 ms against 0.33 ms on one thread.
+// for another OpenBLAS user in the process, such as LibTorch). On the 2-core machine of
+// Note [CPU GEMM library], one single-threaded call per thread on half the rows beat
+// OpenBLAS's own two threads on the whole float32 product: 5.97 against 6.63 ms at n = 1024,
+// 108 against 136 us at n = 256 (AVX-512 kernels); and with the second core busy with other
+// work, OpenBLAS's own threads suffered most (0.6 to 7 ms at n = 256).
 
 // Note [CPU GEMM library]
 // bench/bench_gemm.cpp measured, on one core of a 2-core AMD EPYC (Zen 4, AVX-512), GFLOP/s
 // of square float32 products at n = 64 / 256 / 1024 (medians of 3, one process):
-//   Eigen 3.4, -march=native (AVX-512)             121 / 145 / 133
+//   Eigen 3.4, -march=native (AVX-512)             131 / 149 / 139
 //   Eigen 3.4, AVX2 + FMA                           92 /  97 / 101
 //   Eigen 3.4, no -march (SSE2)                     39 /  17 /  40
-//   OpenBLAS 0.3.21, the kernels it picks (Haswell) 96 / 100 /  99
-//   OpenBLAS 0.3.21, OPENBLAS_CORETYPE=SkylakeX    214 / 192 / 180
-//   BLIS 0.9 (it picks 'generic' there)             24 /  33 /  34
+//   OpenBLAS 0.3.21, the kernels it picks (Haswell) 97 / 106 / 103
+//   OpenBLAS 0.3.21, OPENBLAS_CORETYPE=SkylakeX    218 / 198 / 195
+//   BLIS 0.9, the kernels it picks ('generic')      25 /  35 /  35
+//   BLIS 0.9, forced to its 'zen3' kernels          74 / 109 / 105
 // So OpenBLAS wins whenever its kernels use vectors as wide as Eigen's (by 1.3-1.7x with
 // AVX-512 on both sides, 2.5x and more against a build without -march=native), ties with
-// AVX2 on both sides, and loses by a quarter when Eigen has AVX-512 and OpenBLAS does not:
+// AVX2 on both sides, and loses by 25-30% when Eigen has AVX-512 and OpenBLAS does not:
 // Debian 12's OpenBLAS 0.3.21 does not know Zen 4 and runs its AVX2 kernels there (later
 // releases pick the AVX-512 ones; OPENBLAS_CORETYPE=SkylakeX in the environment does it now).
-// Small products follow the same order (n = 8 to 32), so there is no size threshold. Hence,
+// Small products keep that order (n = 16 and 32; at n = 8 OpenBLAS leads either way, by about
+// 20 ns), so there is no size threshold; so do two threads splitting the product as strata
+// does (n = 1024: Eigen 8.35 ms, OpenBLAS 10.6 ms with Haswell kernels, 5.97 with SkylakeX). Hence,
 // with OpenBLAS in the build (STRATA_BLAS, cmake/StrataBlas.cmake), float32/float64 blocks
 // whose operands are row- or column-major go to cblas_?gemm unless Eigen was compiled for
 // AVX-512 and OpenBLAS's kernels are not AVX-512 ones (openblas_is_faster); Eigen does the
