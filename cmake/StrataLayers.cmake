@@ -60,7 +60,7 @@ endfunction()
 set(STRATA_LAYER_LIBS_tensor OpenMP::OpenMP_CXX)
 set(STRATA_LAYER_LIBS_dispatch ${CMAKE_DL_LIBS})
 set(STRATA_LAYER_LIBS_autograd)
-set(STRATA_LAYER_LIBS_ops Eigen3::Eigen OpenMP::OpenMP_CXX)
+set(STRATA_LAYER_LIBS_ops Eigen3::Eigen OpenMP::OpenMP_CXX ${STRATA_BLAS_LIBS})
 set(STRATA_LAYER_LIBS_nn ZLIB::ZLIB)
 
 set(STRATA_LAYER_OBJECTS)

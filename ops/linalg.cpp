@@ -1,27 +1,70 @@
 // Linear algebra: matmul with torch.matmul semantics (dot, mv, mm, batched with broadcast),
 // the strict mm and bmm (with matmul/mm/bmm out= forms), t(), and linear (x @ w^T + b as one
-// GEMM on a view of w plus a bias pass). float32/float64 multiply through Eigen; other dtypes
-// through a plain loop. The shape functions are in shapes/linalg.h and the Meta kernels derive
-// from them.
+// GEMM on a view of w plus a bias pass). float32/float64 multiply through OpenBLAS or Eigen
+// (Note [CPU GEMM library]); other dtypes through a plain loop. The shape functions are in
+// shapes/linalg.h and the Meta kernels derive from them.
 
 // Note [Matmul threading]
-// Eigen's own OpenMP parallelisation is turned off in this file and strata splits the work
-// itself: products below kSerialWork multiply-adds run on the calling thread (forking threads
-// costs more than it saves there); larger ones are cut into tasks, each one output block of
-// one batch (rows or columns, whichever is longer), that parallel_for spreads over threads.
-// Every task is an independent single-threaded Eigen product, so batched and broadcast
-// matmuls parallelise the same way as one large one. Another translation unit that includes
-// Eigen without EIGEN_DONT_PARALLELIZE would compute the same results.
+// The GEMM libraries' own threading is turned off and strata splits the work itself: products
+// below kSerialWork multiply-adds run on the calling thread (forking threads costs more than
+// it saves there); larger ones are cut into tasks, each one output block of one batch (rows or
+// columns, whichever is longer), that parallel_for spreads over threads. Every task is an
+// independent single-threaded product, so batched and broadcast matmuls parallelise the same
+// way as one large one, and strata's thread count (set_num_threads) is the only one that
+// counts. Eigen is compiled here with EIGEN_DONT_PARALLELIZE (another translation unit that
+// includes Eigen without it would compute the same results). OpenBLAS's OpenMP build runs one
+// thread inside an OpenMP parallel region, but outside one (the serial path, or a caller's own
+// std::thread) it would start omp_get_max_threads() threads of its own on top of strata's; so
+// the first use sets OpenBLAS to one thread, process-wide (prepare_openblas; this also holds
+// for another OpenBLAS user in the process, such as LibTorch). On the 2-core machine of
+// Note [CPU GEMM library], one single-threaded call per thread on half the rows beat
+// OpenBLAS's own two threads on the whole float32 product: 5.97 against 6.63 ms at n = 1024,
+// 108 against 136 us at n = 256 (AVX-512 kernels); and with the second core busy with other
+// work, OpenBLAS's own threads suffered most (0.6 to 7 ms at n = 256).
+
+// Note [CPU GEMM library]
+// bench/bench_gemm.cpp measured, on one core of a 2-core AMD EPYC (Zen 4, AVX-512), GFLOP/s
+// of square float32 products at n = 64 / 256 / 1024 (medians of 3, one process):
+//   Eigen 3.4, -march=native (AVX-512)             131 / 149 / 139
+//   Eigen 3.4, AVX2 + FMA                           92 /  97 / 101
+//   Eigen 3.4, no -march (SSE2)                     39 /  17 /  40
+//   OpenBLAS 0.3.21, the kernels it picks (Haswell) 97 / 106 / 103
+//   OpenBLAS 0.3.21, OPENBLAS_CORETYPE=SkylakeX    218 / 198 / 195
+//   BLIS 0.9, the kernels it picks ('generic')      25 /  35 /  35
+//   BLIS 0.9, forced to its 'zen3' kernels          74 / 109 / 105
+// So OpenBLAS wins whenever its kernels use vectors as wide as Eigen's (by 1.3-1.7x with
+// AVX-512 on both sides, 2.5x and more against a build without -march=native), ties with
+// AVX2 on both sides, and loses by 25-30% when Eigen has AVX-512 and OpenBLAS does not:
+// Debian 12's OpenBLAS 0.3.21 does not know Zen 4 and runs its AVX2 kernels there (later
+// releases pick the AVX-512 ones; OPENBLAS_CORETYPE=SkylakeX in the environment does it now).
+// Small products keep that order (n = 16 and 32; at n = 8 OpenBLAS leads either way, by about
+// 20 ns), so there is no size threshold; so do two threads splitting the product as strata
+// does (n = 1024: Eigen 8.35 ms, OpenBLAS 10.6 ms with Haswell kernels, 5.97 with SkylakeX). Hence,
+// with OpenBLAS in the build (STRATA_BLAS, cmake/StrataBlas.cmake), float32/float64 blocks
+// whose operands are row- or column-major go to cblas_?gemm unless Eigen was compiled for
+// AVX-512 and OpenBLAS's kernels are not AVX-512 ones (openblas_is_faster); Eigen does the
+// rest. Results agree to rounding, not bit for bit, between the two libraries.
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
+
+#ifdef STRATA_WITH_OPENBLAS
+#include <cblas.h>
+#include <omp.h>
+#endif
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/gemm.h>
 #include <strata/ops/shapes/linalg.h>
 #include <strata/ops/structured.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace strata {
@@ -109,19 +152,101 @@ int64_t leading(Order order, int64_t row_stride, int64_t col_stride, int64_t row
   return cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
 }
 
+// One block's matrices: sizes, and A and B as row- or column-major with leading dimensions;
+// C is row-major with leading dimension ldc.
+struct Gemm {
+  int64_t rows, depth, cols;
+  Order order_a, order_b;
+  int64_t lda, ldb, ldc;
+};
+
 template <class T>
-void eigen_product(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, const Operand& left,
+void eigen_product(T* c, const T* a, const T* b, const Gemm& g) {
+  constexpr int row = Eigen::RowMajor, col = Eigen::ColMajor;
+  if (g.order_a == Order::row_major && g.order_b == Order::row_major)
+    eigen_block<T, row, row>(c, a, b, g.rows, g.depth, g.cols, g.lda, g.ldb, g.ldc);
+  else if (g.order_a == Order::row_major) eigen_block<T, row, col>(c, a, b, g.rows, g.depth, g.cols, g.lda, g.ldb, g.ldc);
+  else if (g.order_b == Order::row_major) eigen_block<T, col, row>(c, a, b, g.rows, g.depth, g.cols, g.lda, g.ldb, g.ldc);
+  else eigen_block<T, col, col>(c, a, b, g.rows, g.depth, g.cols, g.lda, g.ldb, g.ldc);
+}
+
+// ---------------------------------------------------------------------------------------
+// The GEMM library (Note [CPU GEMM library]).
+
+// Holds a detail::GemmLibrary; kUnchosen until the first product or set_gemm_library.
+constexpr int kUnchosen = -1;
+std::atomic<int> chosen_library{kUnchosen};
+
+#ifdef STRATA_WITH_OPENBLAS
+// One OpenBLAS thread per call; see Note [Matmul threading]. OpenBLAS 0.3.21's OpenMP build
+// also sets the calling thread's OpenMP thread count, which strata's own regions read, so it is
+// put back.
+void prepare_openblas() {
+  static const bool prepared = [] {
+    const int threads = omp_get_max_threads();
+    openblas_set_num_threads(1);
+    omp_set_num_threads(threads);
+    return true;
+  }();
+  (void)prepared;
+}
+
+// False when Eigen was compiled for AVX-512 and OpenBLAS runs kernels without it.
+bool openblas_is_faster() {
+#ifdef EIGEN_VECTORIZE_AVX512
+  std::string core = openblas_get_corename();
+  std::transform(core.begin(), core.end(), core.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return core == "skylakex" || core == "cooperlake" || core == "sapphirerapids";
+#else
+  return true;
+#endif
+}
+
+// C = A B through cblas_?gemm with C row-major; a column-major A or B is the transpose of a
+// row-major one. False when a size does not fit BLAS's int.
+template <class T>
+bool openblas_product(T* c, const T* a, const T* b, const Gemm& g) {
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (std::max({g.rows, g.depth, g.cols, g.lda, g.ldb, g.ldc}) > kIntMax) return false;
+  const CBLAS_TRANSPOSE trans_a = g.order_a == Order::row_major ? CblasNoTrans : CblasTrans;
+  const CBLAS_TRANSPOSE trans_b = g.order_b == Order::row_major ? CblasNoTrans : CblasTrans;
+  const int m = static_cast<int>(g.rows), n = static_cast<int>(g.cols), k = static_cast<int>(g.depth);
+  const int lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb), ldc = static_cast<int>(g.ldc);
+  // beta = 0: C is written without being read, so its old contents (even NaN) do not matter.
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  else cblas_dgemm(CblasRowMajor, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  return true;
+}
+#endif
+
+detail::GemmLibrary library_in_use() {
+  int library = chosen_library.load(std::memory_order_acquire);
+  if (library != kUnchosen) return static_cast<detail::GemmLibrary>(library);
+  detail::GemmLibrary automatic = detail::GemmLibrary::eigen;
+#ifdef STRATA_WITH_OPENBLAS
+  if (openblas_is_faster()) {
+    prepare_openblas();
+    automatic = detail::GemmLibrary::openblas;
+  }
+#endif
+  // A concurrent set_gemm_library wins over the automatic choice.
+  chosen_library.compare_exchange_strong(library, static_cast<int>(automatic), std::memory_order_acq_rel);
+  return static_cast<detail::GemmLibrary>(chosen_library.load(std::memory_order_acquire));
+}
+
+template <class T>
+void float_product(T* c, const T* a, const T* b, int64_t rows, int64_t depth, int64_t cols, const Operand& left,
                    const Operand& right, int64_t ldc) {
   const Order order_a = order_of(rows, depth, left.row_stride, left.col_stride);
   const Order order_b = order_of(depth, cols, right.row_stride, right.col_stride);
-  const int64_t lda = leading(order_a, left.row_stride, left.col_stride, rows, depth);
-  const int64_t ldb = leading(order_b, right.row_stride, right.col_stride, depth, cols);
   STRATA_INTERNAL_ASSERT(order_a != Order::strided && order_b != Order::strided, "matmul operand layout");
-  constexpr int row = Eigen::RowMajor, col = Eigen::ColMajor;
-  if (order_a == Order::row_major && order_b == Order::row_major) eigen_block<T, row, row>(c, a, b, rows, depth, cols, lda, ldb, ldc);
-  else if (order_a == Order::row_major) eigen_block<T, row, col>(c, a, b, rows, depth, cols, lda, ldb, ldc);
-  else if (order_b == Order::row_major) eigen_block<T, col, row>(c, a, b, rows, depth, cols, lda, ldb, ldc);
-  else eigen_block<T, col, col>(c, a, b, rows, depth, cols, lda, ldb, ldc);
+  const Gemm gemm{rows, depth, cols, order_a, order_b, leading(order_a, left.row_stride, left.col_stride, rows, depth),
+                  leading(order_b, right.row_stride, right.col_stride, depth, cols), ldc};
+#ifdef STRATA_WITH_OPENBLAS
+  if (library_in_use() == detail::GemmLibrary::openblas && openblas_product<T>(c, a, b, gemm)) return;
+#endif
+  eigen_product<T>(c, a, b, gemm);
 }
 
 // Integers accumulate in uint64 (wrapping like PyTorch), the 16-bit floats in float.
@@ -154,7 +279,7 @@ void multiply_block(T* out, const Operand& left, const Operand& right, const Mat
   T* c = out + block.batch * shape.rows * shape.cols + block.row_begin * shape.cols + block.col_begin;
   const int64_t rows = block.row_end - block.row_begin, cols = block.col_end - block.col_begin;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-    eigen_product<T>(c, a, b, rows, shape.depth, cols, left, right, shape.cols);
+    float_product<T>(c, a, b, rows, shape.depth, cols, left, right, shape.cols);
   else loop_product<T>(c, a, b, rows, shape.depth, cols, left, right, shape.cols);
 }
 
@@ -282,6 +407,20 @@ void linear_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight
 }
 
 }  // namespace
+
+namespace detail {
+GemmLibrary gemm_library() { return library_in_use(); }
+
+bool set_gemm_library(GemmLibrary library) {
+#ifdef STRATA_WITH_OPENBLAS
+  if (library == GemmLibrary::openblas) prepare_openblas();
+#else
+  if (library == GemmLibrary::openblas) return false;
+#endif
+  chosen_library.store(static_cast<int>(library), std::memory_order_release);
+  return true;
+}
+}  // namespace detail
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
   using detail::def_structured, detail::def_structured_out;

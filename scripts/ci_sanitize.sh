@@ -32,7 +32,7 @@ case "${1:-}" in
     # libgomp is not built with TSan, so its thread pool's synchronisation is invisible to it:
     # OpenMP regions run on one thread here and the races under test are strata's own.
     export OMP_NUM_THREADS=1 STRATA_STRESS_DIVISOR="${STRATA_STRESS_DIVISOR:-20}"
-    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
     ./build-tsan/tests/strata_concurrency_tests
     ;;
   *)

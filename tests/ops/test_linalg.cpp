@@ -1,7 +1,11 @@
 // Tests for ops/linalg.cpp: matmul in all its torch.matmul forms, mm, bmm, t and linear.
 #include "op_test_util.h"
 
+#include <strata/ops/gemm.h>
+
+#include <cmath>
 #include <functional>
+#include <limits>
 
 using namespace strata;
 using strata::testing::check_meta_matches;
@@ -114,6 +118,58 @@ TEST_CASE("matmul: large products run in parallel tasks") {
   Tensor batch_b = arange(50 * 30, kFloat32).view({50, 30}).div(1e4);
   check_against_reference(batch_a, batch_b, {6, 40, 30}, 1e-4);
   check_against_reference(arange(70 * 70, kInt64).view({70, 70}), arange(70 * 70, kInt64).view({70, 70}), {70, 70}, 0);
+}
+
+namespace {
+
+// Runs `check` once with each GEMM library this build has (see Note [CPU GEMM library]), then
+// restores the one in use.
+void for_each_gemm_library(const std::function<void()>& check) {
+  const detail::GemmLibrary in_use = detail::gemm_library();
+  for (detail::GemmLibrary library : {detail::GemmLibrary::eigen, detail::GemmLibrary::openblas}) {
+    if (!detail::set_gemm_library(library)) continue;
+    CAPTURE(static_cast<int>(library));
+    CHECK(detail::gemm_library() == library);
+    check();
+  }
+  CHECK(detail::set_gemm_library(in_use));
+}
+
+}  // namespace
+
+TEST_CASE("matmul: every GEMM library gives the products of every layout") {
+  const int threads = get_num_threads();
+  for_each_gemm_library([] {
+    for (ScalarType dtype : {kFloat32, kFloat64}) {
+      const double tolerance = dtype == kFloat32 ? 1e-3 : 1e-12;
+      Tensor a = arange(5 * 7, dtype).view({5, 7}).div(10.0), b = arange(7 * 6, dtype).view({7, 6}).div(10.0);
+      Tensor a_t = a.t().contiguous().t(), b_t = b.t().contiguous().t();  // column-major copies
+      check_against_reference(a, b, {5, 6}, tolerance);
+      check_against_reference(a_t, b, {5, 6}, tolerance);
+      check_against_reference(a, b_t, {5, 6}, tolerance);
+      check_against_reference(a_t, b_t, {5, 6}, tolerance);
+      // Leading dimensions larger than the extents: slices of wider and taller matrices.
+      Tensor wide = arange(5 * 11, dtype).view({5, 11}).div(10.0), tall = arange(9 * 6, dtype).view({9, 6}).div(10.0);
+      check_against_reference(wide.slice(1, 2, 9), tall.slice(0, 1, 8), {5, 6}, tolerance);
+      const Tensor column_major_slice = arange(7 * 9, dtype).div(10.0).view({7, 9}).slice(1, 2, 7).t();  // [5, 7], ld 9
+      check_against_reference(tall.slice(0, 1, 6).t(), column_major_slice, {6, 7}, tolerance);
+      // Vectors (one row or one column), batches with broadcast, and products split into tasks.
+      check_against_reference(arange(7, dtype), b, {6}, tolerance);
+      check_against_reference(a, arange(7, dtype), {5}, tolerance);
+      check_against_reference(arange(7, dtype), arange(7, dtype), {}, tolerance);
+      check_against_reference(arange(3 * 5 * 7, dtype).view({3, 5, 7}).div(100.0), b_t, {3, 5, 6}, tolerance);
+      Tensor big = arange(90 * 80, dtype).view({90, 80}).div(1e4);
+      check_against_reference(big, big.t(), {90, 90}, dtype == kFloat32 ? 1e-3 : 1e-9);
+    }
+    // out= with NaN in it: the product overwrites it, also through a transposed out.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const Tensor a = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}}), b = tensor({{5.0f, 6.0f}, {7.0f, 8.0f}});
+    Tensor out = full({2, 2}, nan), transposed = full({2, 2}, nan).t();
+    CHECK(equal(mm_out(out, a, b), tensor({{19.0f, 22.0f}, {43.0f, 50.0f}})));
+    CHECK(equal(mm_out(transposed, a, b), tensor({{19.0f, 22.0f}, {43.0f, 50.0f}})));
+    CHECK(equal(linear(a, b, tensor({1.0f, -1.0f})), tensor({{18.0f, 22.0f}, {40.0f, 52.0f}})));
+  });
+  CHECK(get_num_threads() == threads);  // the GEMM library leaves strata's thread count alone
 }
 
 TEST_CASE("matmul: zero-size operands") {
