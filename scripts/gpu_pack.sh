@@ -21,10 +21,11 @@ cp "$build"/tests/strata_tests "$build"/tests/*.so .gpu/build/tests/
 cp "$build"/bench/bench_cuda .gpu/build/bench/
 cp "$build"/samples/train_fashion_mnist .gpu/build/samples/
 find .gpu/build -type f -exec strip --strip-unneeded {} +
-# Libraries the GPU machine's image may not have (Debian's Google Benchmark above all).
-for exe in .gpu/build/tests/strata_tests .gpu/build/bench/bench_cuda; do
+# Libraries the GPU machine's image may not have (Debian's Google Benchmark and OpenBLAS, with
+# what they need): all but glibc's, the C++ runtime (that image's is newer) and CUDA's.
+for exe in .gpu/build/tests/strata_tests .gpu/build/bench/bench_cuda .gpu/build/samples/train_fashion_mnist; do
   LD_LIBRARY_PATH=.gpu/build ldd "$exe" | awk '/=> \// {print $3}'
-done | sort -u | grep -E 'libbenchmark|libgomp|libz\.so' | xargs -r cp -L -t .gpu/lib/
+done | sort -u | grep -v -E '/\.gpu/|/cuda|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so' | xargs -r cp -L -t .gpu/lib/
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   mkdir -p .gpu/data && cp /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/data/
 fi
