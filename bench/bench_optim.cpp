@@ -2,8 +2,8 @@
 //   optim::Adam / optim::SGD (momentum) steps against a plain loop that moves the same bytes
 //     (reads param, grad and the state, writes param and the state), which bounds any step
 //     from below; target: Adam within 1.5x of its loop;
-//   optim::Adam / optim::SGD steps over 256 small parameters (one list call) against the
-//     per-tensor fused op called once per parameter (the step before the list overloads);
+//   optim::Adam / optim::SGD steps over 256 small parameters (one list call), and one
+//     _fused_adam_.list call, against the per-tensor fused op called once per parameter;
 //   with LibTorch, Adam against torch.optim's single-tensor algorithm written with LibTorch ops
 //     (what Python's torch.optim.Adam runs on the CPU) and against torch::optim::Adam.
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_optim
@@ -126,6 +126,19 @@ void per_tensor_adam_small_params(benchmark::State& state) {
 }
 BENCHMARK(per_tensor_adam_small_params)->Unit(benchmark::kMicrosecond);
 
+void list_adam_small_params(benchmark::State& state) {
+  SmallParams small;
+  NoGradGuard no_grad;
+  std::vector<int64_t> steps(kSmallParams, 0);
+  for (auto _ : state) {
+    for (int64_t& step : steps) ++step;
+    _fused_adam_(small.params, small.grads, small.exp_avgs, small.exp_avg_sqs, tensor_list{}, steps, 1e-3, 0.9, 0.999,
+                 0, 1e-8, false, false, false);
+  }
+  state.SetItemsProcessed(state.iterations() * kSmallParams);
+}
+BENCHMARK(list_adam_small_params)->Unit(benchmark::kMicrosecond);
+
 void strata_sgd_momentum_step_small_params(benchmark::State& state) {
   SmallParams small;
   optim::SGD sgd(small.params, optim::SGDOptions(1e-3).momentum(0.9));
@@ -183,6 +196,7 @@ int main(int argc, char** argv) {
   return strata::bench::run_with_ratios(argc, argv,
                                         {{"strata_adam_step", "adam_traffic_loop"},
                                          {"strata_adam_step_small_params", "per_tensor_adam_small_params"},
+                                         {"list_adam_small_params", "per_tensor_adam_small_params"},
                                          {"strata_sgd_momentum_step_small_params",
                                           "per_tensor_sgd_momentum_small_params"},
                                          {"strata_sgd_momentum_step", "sgd_traffic_loop"},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace strata::optim {
 namespace {
@@ -41,15 +42,16 @@ Tensor state_tensor(std::map<std::string, Tensor>& state, const std::string& nam
 // dtype, flag), the flag being what the call takes once for the whole list (SGD: whether the
 // momentum buffer was just created). State is created lazily in parameter order, as before,
 // and every parameter gets the same per-tensor step, so results do not change. A group has few
-// buckets, found by a linear search.
+// buckets, found by a linear search; a new one reserves room for the whole group.
 template <class Bucket>
-Bucket& bucket_for(std::vector<Bucket>& buckets, const Tensor& param, bool flag) {
+Bucket& bucket_for(std::vector<Bucket>& buckets, const Tensor& param, bool flag, size_t group_size) {
   for (Bucket& bucket : buckets)
     if (bucket.device == param.device() && bucket.dtype == param.dtype() && bucket.flag == flag) return bucket;
   Bucket& added = buckets.emplace_back();
   added.device = param.device();
   added.dtype = param.dtype();
   added.flag = flag;
+  added.reserve(group_size);
   return added;
 }
 
@@ -275,6 +277,9 @@ struct SgdBucket {
   ScalarType dtype = kFloat32;
   bool flag = false;
   tensor_list params, grads, momentum_buffers;
+  void reserve(size_t size) {
+    for (tensor_list* list : {&params, &grads, &momentum_buffers}) list->reserve(size);
+  }
 };
 }  // namespace
 
@@ -284,15 +289,15 @@ void SGD::step() {
     const auto& options = static_cast<const SGDOptions&>(group.options());
     std::vector<SgdBucket> buckets;
     for (const Tensor& p : group.params()) {
-      const Tensor grad = p.grad();
+      Tensor grad = p.grad();
       if (!grad.defined()) continue;
       Tensor buffer;
       bool first = false;
       if (options.momentum() != 0) buffer = state_tensor(mutable_state(p), "momentum_buffer", p, &first);
-      SgdBucket& bucket = bucket_for(buckets, p, first);
+      SgdBucket& bucket = bucket_for(buckets, p, first, group.params().size());
       bucket.params.push_back(p);
-      bucket.grads.push_back(grad);
-      if (buffer.defined()) bucket.momentum_buffers.push_back(buffer);
+      bucket.grads.push_back(std::move(grad));
+      if (buffer.defined()) bucket.momentum_buffers.push_back(std::move(buffer));
     }
     for (const SgdBucket& bucket : buckets)
       _fused_sgd_(bucket.params, bucket.grads, bucket.momentum_buffers, options.lr(), options.momentum(),
@@ -325,6 +330,10 @@ struct AdamBucket {
   bool flag = false;
   tensor_list params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
   std::vector<int64_t> steps;
+  void reserve(size_t size) {
+    for (tensor_list* list : {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}) list->reserve(size);
+    steps.reserve(size);
+  }
 };
 
 // One Adam or AdamW step for every parameter with a gradient; `state` gives each one's state.
@@ -335,7 +344,7 @@ void adam_step(std::vector<ParamGroup>& groups, const StateOf& state_of, bool de
     const auto& options = static_cast<const Options&>(group.options());
     std::vector<AdamBucket> buckets;
     for (const Tensor& p : group.params()) {
-      const Tensor grad = p.grad();
+      Tensor grad = p.grad();
       if (!grad.defined()) continue;
       std::map<std::string, Tensor>& state = state_of(p);
       auto step_it = state.find("step");
@@ -343,9 +352,9 @@ void adam_step(std::vector<ParamGroup>& groups, const StateOf& state_of, bool de
       const int64_t step = step_it->second.template item<int64_t>() + 1;
       fill_(step_it->second, step);
       const Tensor exp_avg = state_tensor(state, "exp_avg", p), exp_avg_sq = state_tensor(state, "exp_avg_sq", p);
-      AdamBucket& bucket = bucket_for(buckets, p, false);
+      AdamBucket& bucket = bucket_for(buckets, p, false, group.params().size());
       bucket.params.push_back(p);
-      bucket.grads.push_back(grad);
+      bucket.grads.push_back(std::move(grad));
       bucket.exp_avgs.push_back(exp_avg);
       bucket.exp_avg_sqs.push_back(exp_avg_sq);
       if (options.amsgrad()) bucket.max_exp_avg_sqs.push_back(state_tensor(state, "max_exp_avg_sq", p));

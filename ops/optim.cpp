@@ -120,16 +120,20 @@ void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments&
   });
 }
 
-void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
-                   double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
-                   bool is_first_step) {
-  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
-  const Tensor buffer = momentum != 0 ? *momentum_buffer : Tensor();
+// One parameter's step; buffer is undefined without momentum.
+void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buffer, const SgdArguments& args) {
   with_contiguous<3>({param, grad, buffer}, [&](const std::array<Tensor, 3>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
       sgd_loop<T>(detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), data_or_null<T>(t[2]), param.numel(), args);
     });
   });
+}
+
+void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
+                   double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                   bool is_first_step) {
+  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
+  sgd_step(param, grad, momentum != 0 ? *momentum_buffer : Tensor(), args);
 }
 
 // The scalars of one Adam step, computed in double as torch.optim does in Python.
@@ -202,18 +206,23 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
   });
 }
 
-void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                    const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
-                    double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
-  const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
-  const Tensor max_sq = amsgrad ? *max_exp_avg_sq : Tensor();
-  with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_sq}, [&](const std::array<Tensor, 5>& t) {
+// One parameter's step; max_exp_avg_sq is undefined without amsgrad.
+void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+               const Tensor& max_exp_avg_sq, const AdamArguments& args) {
+  with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, [&](const std::array<Tensor, 5>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
       adam_loop<T>({detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), detail::data_of<T>(t[2]),
                     detail::data_of<T>(t[3]), data_or_null<T>(t[4])},
                    param.numel(), args);
     });
   });
+}
+
+void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                    double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+  const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
+  adam_step(param, grad, exp_avg, exp_avg_sq, amsgrad ? *max_exp_avg_sq : Tensor(), args);
 }
 
 // Note [Multi-tensor optimizer steps]
@@ -231,21 +240,20 @@ void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_a
 void fused_sgd_list_cpu(const tensor_list& params, const tensor_list& grads, const tensor_list& momentum_buffers,
                         double lr, double momentum, double dampening, double weight_decay, bool nesterov,
                         bool maximize, bool is_first_step) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::optional<Tensor> buffer = momentum != 0 ? std::optional<Tensor>(momentum_buffers[i]) : std::nullopt;
-    fused_sgd_cpu(params[i], grads[i], buffer, lr, momentum, dampening, weight_decay, nesterov, maximize,
-                  is_first_step);
-  }
+  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
+  static const Tensor none;
+  for (size_t i = 0; i < params.size(); ++i)
+    sgd_step(params[i], grads[i], momentum != 0 ? momentum_buffers[i] : none, args);
 }
 
 void fused_adam_list_cpu(const tensor_list& params, const tensor_list& grads, const tensor_list& exp_avgs,
                          const tensor_list& exp_avg_sqs, const tensor_list& max_exp_avg_sqs, IntArrayRef steps,
                          double lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
                          bool maximize, bool decoupled_weight_decay) {
+  static const Tensor none;
   for (size_t i = 0; i < params.size(); ++i) {
-    const std::optional<Tensor> max_sq = amsgrad ? std::optional<Tensor>(max_exp_avg_sqs[i]) : std::nullopt;
-    fused_adam_cpu(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], max_sq, steps[i], lr, beta1, beta2,
-                   weight_decay, eps, amsgrad, maximize, decoupled_weight_decay);
+    const AdamArguments args{steps[i], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
+    adam_step(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], amsgrad ? max_exp_avg_sqs[i] : none, args);
   }
 }
 
