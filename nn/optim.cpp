@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace strata::optim {
 namespace {
@@ -33,6 +34,25 @@ Tensor state_tensor(std::map<std::string, Tensor>& state, const std::string& nam
   if (created) *created = it == state.end();
   if (it != state.end()) return it->second;
   return state[name] = zeros_like(param);
+}
+
+// Note [One fused call per parameter bucket]
+// A step makes one list call of the fused ops (Note [Multi-tensor optimizer steps] in
+// ops/optim.cpp) per bucket of a group's parameters with gradients: one bucket per (device,
+// dtype, flag), the flag being what the call takes once for the whole list (SGD: whether the
+// momentum buffer was just created). State is created lazily in parameter order, as before,
+// and every parameter gets the same per-tensor step, so results do not change. A group has few
+// buckets, found by a linear search; a new one reserves room for the whole group.
+template <class Bucket>
+Bucket& bucket_for(std::vector<Bucket>& buckets, const Tensor& param, bool flag, size_t group_size) {
+  for (Bucket& bucket : buckets)
+    if (bucket.device == param.device() && bucket.dtype == param.dtype() && bucket.flag == flag) return bucket;
+  Bucket& added = buckets.emplace_back();
+  added.device = param.device();
+  added.dtype = param.dtype();
+  added.flag = flag;
+  added.reserve(group_size);
+  return added;
 }
 
 }  // namespace
@@ -250,19 +270,38 @@ void SGD::check_options(const OptimizerOptions& base) const {
                      options->momentum(), " and dampening ", options->dampening());
 }
 
+namespace {
+// See Note [One fused call per parameter bucket]; flag: the momentum buffers were just created.
+struct SgdBucket {
+  Device device = Device(kCPU);
+  ScalarType dtype = kFloat32;
+  bool flag = false;
+  tensor_list params, grads, momentum_buffers;
+  void reserve(size_t size) {
+    for (tensor_list* list : {&params, &grads, &momentum_buffers}) list->reserve(size);
+  }
+};
+}  // namespace
+
 void SGD::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : param_groups()) {
     const auto& options = static_cast<const SGDOptions&>(group.options());
+    std::vector<SgdBucket> buckets;
     for (const Tensor& p : group.params()) {
-      const Tensor grad = p.grad();
+      Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      std::optional<Tensor> buffer;
+      Tensor buffer;
       bool first = false;
       if (options.momentum() != 0) buffer = state_tensor(mutable_state(p), "momentum_buffer", p, &first);
-      _fused_sgd_(p, grad, buffer, options.lr(), options.momentum(), options.dampening(), options.weight_decay(),
-                  options.nesterov(), options.maximize(), first);
+      SgdBucket& bucket = bucket_for(buckets, p, first, group.params().size());
+      bucket.params.push_back(p);
+      bucket.grads.push_back(std::move(grad));
+      if (buffer.defined()) bucket.momentum_buffers.push_back(std::move(buffer));
     }
+    for (const SgdBucket& bucket : buckets)
+      _fused_sgd_(bucket.params, bucket.grads, bucket.momentum_buffers, options.lr(), options.momentum(),
+                  options.dampening(), options.weight_decay(), options.nesterov(), options.maximize(), bucket.flag);
   }
 }
 
@@ -284,14 +323,28 @@ void check_adam_options(const char* name, const OptimizerOptions& base) {
                      " (must be >= 0)");
 }
 
+// See Note [One fused call per parameter bucket]; flag unused (amsgrad is the group's).
+struct AdamBucket {
+  Device device = Device(kCPU);
+  ScalarType dtype = kFloat32;
+  bool flag = false;
+  tensor_list params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+  std::vector<int64_t> steps;
+  void reserve(size_t size) {
+    for (tensor_list* list : {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}) list->reserve(size);
+    steps.reserve(size);
+  }
+};
+
 // One Adam or AdamW step for every parameter with a gradient; `state` gives each one's state.
 template <class Options, class StateOf>
 void adam_step(std::vector<ParamGroup>& groups, const StateOf& state_of, bool decoupled) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups) {
     const auto& options = static_cast<const Options&>(group.options());
+    std::vector<AdamBucket> buckets;
     for (const Tensor& p : group.params()) {
-      const Tensor grad = p.grad();
+      Tensor grad = p.grad();
       if (!grad.defined()) continue;
       std::map<std::string, Tensor>& state = state_of(p);
       auto step_it = state.find("step");
@@ -299,12 +352,18 @@ void adam_step(std::vector<ParamGroup>& groups, const StateOf& state_of, bool de
       const int64_t step = step_it->second.template item<int64_t>() + 1;
       fill_(step_it->second, step);
       const Tensor exp_avg = state_tensor(state, "exp_avg", p), exp_avg_sq = state_tensor(state, "exp_avg_sq", p);
-      std::optional<Tensor> max_exp_avg_sq;
-      if (options.amsgrad()) max_exp_avg_sq = state_tensor(state, "max_exp_avg_sq", p);
-      _fused_adam_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, options.lr(), options.betas().first,
-                   options.betas().second, options.weight_decay(), options.eps(), options.amsgrad(),
-                   options.maximize(), decoupled);
+      AdamBucket& bucket = bucket_for(buckets, p, false, group.params().size());
+      bucket.params.push_back(p);
+      bucket.grads.push_back(std::move(grad));
+      bucket.exp_avgs.push_back(exp_avg);
+      bucket.exp_avg_sqs.push_back(exp_avg_sq);
+      if (options.amsgrad()) bucket.max_exp_avg_sqs.push_back(state_tensor(state, "max_exp_avg_sq", p));
+      bucket.steps.push_back(step);
     }
+    for (const AdamBucket& bucket : buckets)
+      _fused_adam_(bucket.params, bucket.grads, bucket.exp_avgs, bucket.exp_avg_sqs, bucket.max_exp_avg_sqs,
+                   bucket.steps, options.lr(), options.betas().first, options.betas().second, options.weight_decay(),
+                   options.eps(), options.amsgrad(), options.maximize(), decoupled);
   }
 }
 

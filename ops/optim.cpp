@@ -1,5 +1,6 @@
 // Fused optimizer updates: _fused_sgd_ and _fused_adam_ (declared in ops/optim.h). Each applies
-// one torch.optim step to one parameter in a single pass over its elements.
+// one torch.optim step to one parameter in a single pass over its elements; their `.list`
+// overloads apply it to a list of parameters in one call (Note [Multi-tensor optimizer steps]).
 //
 // Note [Fused optimizer steps]
 // An optimizer step written with tensor ops (mul_, add_, sqrt, addcdiv_...) reads and writes the
@@ -119,16 +120,20 @@ void sgd_loop(T* param, const T* grad, T* buffer, int64_t n, const SgdArguments&
   });
 }
 
-void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
-                   double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
-                   bool is_first_step) {
-  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
-  const Tensor buffer = momentum != 0 ? *momentum_buffer : Tensor();
+// One parameter's step; buffer is undefined without momentum.
+void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buffer, const SgdArguments& args) {
   with_contiguous<3>({param, grad, buffer}, [&](const std::array<Tensor, 3>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
       sgd_loop<T>(detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), data_or_null<T>(t[2]), param.numel(), args);
     });
   });
+}
+
+void fused_sgd_cpu(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer, double lr,
+                   double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                   bool is_first_step) {
+  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
+  sgd_step(param, grad, momentum != 0 ? *momentum_buffer : Tensor(), args);
 }
 
 // The scalars of one Adam step, computed in double as torch.optim does in Python.
@@ -201,12 +206,10 @@ void adam_loop(const std::array<T*, 5>& data, int64_t n, const AdamArguments& ar
   });
 }
 
-void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                    const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
-                    double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
-  const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
-  const Tensor max_sq = amsgrad ? *max_exp_avg_sq : Tensor();
-  with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_sq}, [&](const std::array<Tensor, 5>& t) {
+// One parameter's step; max_exp_avg_sq is undefined without amsgrad.
+void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+               const Tensor& max_exp_avg_sq, const AdamArguments& args) {
+  with_contiguous<5>({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, [&](const std::array<Tensor, 5>& t) {
     visit_floating(param.dtype(), [&]<class T>() {
       adam_loop<T>({detail::data_of<T>(t[0]), detail::data_of<T>(t[1]), detail::data_of<T>(t[2]),
                     detail::data_of<T>(t[3]), data_or_null<T>(t[4])},
@@ -215,27 +218,78 @@ void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_a
   });
 }
 
-// Updates have no derivative: run the backend kernel (the dispatcher has refused leaves that
-// require grad, as for every in-place op). See Note [Fused optimizer steps].
-template <auto Op, class... Args>
-void below_autograd(const char*, const Tensor& param, const Args&... args) {
-  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
-  Op(param, args...);
+void fused_adam_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                    double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) {
+  const AdamArguments args{step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
+  adam_step(param, grad, exp_avg, exp_avg_sq, amsgrad ? *max_exp_avg_sq : Tensor(), args);
 }
 
+// Note [Multi-tensor optimizer steps]
+// An optimizer step over N parameters as N calls of _fused_sgd_ / _fused_adam_ pays N
+// dispatches, and on CUDA N kernel launches of mostly tiny tensors. The list overloads
+// (_fused_sgd_.list, _fused_adam_.list, like PyTorch's _fused_adam_(Tensor(a!)[] self, ...))
+// take a whole group of parameters: one dispatch, one check of every entry before anything is
+// written, and on CUDA one multi-tensor launch plan per dtype (Note [Multi-tensor launches] in
+// cuda/optim_step.h). Entry i gets exactly the per-tensor step, so results are bit-identical to
+// N per-tensor calls. Adam's step counts differ between parameters (one added late starts at 1),
+// so they travel as an int list, read on the host from the CPU `step` tensors as before: no
+// device sync. An optional state list (momentum_buffers without momentum, max_exp_avg_sqs
+// without amsgrad) is ignored and may be empty, as in PyTorch. The entries are assumed not to
+// share memory with each other (each parameter appears once), as for PyTorch's fused steps.
+void fused_sgd_list_cpu(const tensor_list& params, const tensor_list& grads, const tensor_list& momentum_buffers,
+                        double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                        bool maximize, bool is_first_step) {
+  const SgdArguments args{lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step};
+  static const Tensor none;
+  for (size_t i = 0; i < params.size(); ++i)
+    sgd_step(params[i], grads[i], momentum != 0 ? momentum_buffers[i] : none, args);
+}
+
+void fused_adam_list_cpu(const tensor_list& params, const tensor_list& grads, const tensor_list& exp_avgs,
+                         const tensor_list& exp_avg_sqs, const tensor_list& max_exp_avg_sqs, IntArrayRef steps,
+                         double lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                         bool maximize, bool decoupled_weight_decay) {
+  static const Tensor none;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const AdamArguments args{steps[i], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay};
+    adam_step(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], amsgrad ? max_exp_avg_sqs[i] : none, args);
+  }
+}
+
+// Updates have no derivative: run the backend kernel (the dispatcher has refused leaves that
+// require grad, as for every in-place op). See Note [Fused optimizer steps].
 void fused_sgd_autograd(const Tensor& param, const Tensor& grad, const std::optional<Tensor>& momentum_buffer,
                         double lr, double momentum, double dampening, double weight_decay, bool nesterov,
                         bool maximize, bool is_first_step) {
-  below_autograd<&_fused_sgd_>("_fused_sgd_", param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
-                                nesterov, maximize, is_first_step);
+  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
+  _fused_sgd_(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
 }
 
 void fused_adam_autograd(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const std::optional<Tensor>& max_exp_avg_sq, int64_t step, double lr, double beta1,
                          double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
                          bool decoupled_weight_decay) {
-  below_autograd<&_fused_adam_>("_fused_adam_", param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
-                                 beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay);
+  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
+  _fused_adam_(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
+               maximize, decoupled_weight_decay);
+}
+
+void fused_sgd_list_autograd(const tensor_list& params, const tensor_list& grads, const tensor_list& momentum_buffers,
+                             double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                             bool maximize, bool is_first_step) {
+  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
+  _fused_sgd_(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov, maximize,
+              is_first_step);
+}
+
+void fused_adam_list_autograd(const tensor_list& params, const tensor_list& grads, const tensor_list& exp_avgs,
+                              const tensor_list& exp_avg_sqs, const tensor_list& max_exp_avg_sqs, IntArrayRef steps,
+                              double lr, double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                              bool maximize, bool decoupled_weight_decay) {
+  ExcludeDispatchKeyGuard guard(DispatchKey::Autograd);
+  _fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay, eps,
+               amsgrad, maximize, decoupled_weight_decay);
 }
 
 }  // namespace
@@ -248,16 +302,28 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
       m, "_fused_adam_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
          "Tensor(d!)? max_exp_avg_sq, *, int step, float lr, float beta1, float beta2, float weight_decay, float eps, "
          "bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
+  // See Note [Multi-tensor optimizer steps].
+  detail::def_checked_update<&shapes::_fused_sgd_list_in_place>(
+      m, "_fused_sgd_.list(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] momentum_buffers, *, float lr, "
+         "float momentum, float dampening, float weight_decay, bool nesterov, bool maximize, bool is_first_step) -> ()");
+  detail::def_checked_update<&shapes::_fused_adam_list_in_place>(
+      m, "_fused_adam_.list(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, "
+         "Tensor(d!)[] max_exp_avg_sqs, *, int[] steps, float lr, float beta1, float beta2, float weight_decay, "
+         "float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay) -> ()");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("_fused_sgd_", detail::checked_update<&shapes::_fused_sgd_in_place, &fused_sgd_cpu>());
   m.impl("_fused_adam_", detail::checked_update<&shapes::_fused_adam_in_place, &fused_adam_cpu>());
+  m.impl("_fused_sgd_.list", detail::checked_update<&shapes::_fused_sgd_list_in_place, &fused_sgd_list_cpu>());
+  m.impl("_fused_adam_.list", detail::checked_update<&shapes::_fused_adam_list_in_place, &fused_adam_list_cpu>());
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("_fused_sgd_", &fused_sgd_autograd);
   m.impl("_fused_adam_", &fused_adam_autograd);
+  m.impl("_fused_sgd_.list", &fused_sgd_list_autograd);
+  m.impl("_fused_adam_.list", &fused_adam_list_autograd);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -280,6 +346,27 @@ void _fused_adam_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
                                          const std::optional<Tensor>&, int64_t, double, double, double, double,
                                          double, bool, bool, bool)>();
   op.call(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
+          maximize, decoupled_weight_decay);
+}
+
+void _fused_sgd_(const tensor_list& params, const tensor_list& grads, const tensor_list& momentum_buffers, double lr,
+                 double momentum, double dampening, double weight_decay, bool nesterov, bool maximize,
+                 bool is_first_step) {
+  static const auto op = find_op("strata::_fused_sgd_.list")
+                             .typed<void(const tensor_list&, const tensor_list&, const tensor_list&, double, double,
+                                         double, double, bool, bool, bool)>();
+  op.call(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
+}
+
+void _fused_adam_(const tensor_list& params, const tensor_list& grads, const tensor_list& exp_avgs,
+                  const tensor_list& exp_avg_sqs, const tensor_list& max_exp_avg_sqs, IntArrayRef steps, double lr,
+                  double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                  bool decoupled_weight_decay) {
+  static const auto op = find_op("strata::_fused_adam_.list")
+                             .typed<void(const tensor_list&, const tensor_list&, const tensor_list&,
+                                         const tensor_list&, const tensor_list&, IntArrayRef, double, double, double,
+                                         double, double, bool, bool, bool)>();
+  op.call(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
           maximize, decoupled_weight_decay);
 }
 

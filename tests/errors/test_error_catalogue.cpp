@@ -415,6 +415,19 @@ const Row optim_rows[] = {
        _fused_adam_(in.watch(counting({3})), in.watch(counting({3})), in.watch(zeros({3})), in.watch(zeros({3})),
                     std::nullopt, 0, 1e-3, 0.9, 0.999, 0, 1e-8, false, false, false);
      }},
+    {"_fused_sgd_.list() with fewer grads than params", Expect::Value, "_fused_sgd_", "grads has 1 entries",
+     [](Inputs& in) {
+       _fused_sgd_(tensor_list{in.watch(counting({3})), in.watch(counting({2}))}, tensor_list{in.watch(counting({3}))},
+                   tensor_list{}, 0.1, 0, 0, 0, false, false, true);
+     }},
+    {"_fused_adam_.list() with an exp_avg of another shape in entry 1 (nothing updated)", Expect::Value,
+     "_fused_adam_", "exp_avgs[1] of shape [2] does not match params[1] of shape [3]",
+     [](Inputs& in) {
+       const tensor_list params = {in.watch(counting({3})), in.watch(counting({3}))};
+       _fused_adam_(params, params, tensor_list{in.watch(zeros({3})), in.watch(zeros({2}))},
+                    tensor_list{in.watch(zeros({3})), in.watch(zeros({3}))}, tensor_list{}, std::vector<int64_t>{1, 1},
+                    1e-3, 0.9, 0.999, 0, 1e-8, false, false, false);
+     }},
     {"_fused_sgd_() of an integer param", Expect::Type, "_fused_sgd_", "floating",
      [](Inputs& in) {
        _fused_sgd_(in.watch(counting({3}, kInt64)), in.watch(counting({3}, kInt64)), std::nullopt, 0.1, 0, 0, 0, false,

@@ -253,6 +253,48 @@ inline std::vector<OpEntry> optim_entries() {
   });
   adam.tolerance_scale = 4;
   t.push_back(adam);
+  // The list overloads over two parameters of different shapes (Note [Multi-tensor optimizer
+  // steps]); inputs: param, grad, state... of the first, then of the second.
+  t.push_back(entry("strata::_fused_sgd_.list", kFloating, {}, [](ScalarType dtype) {
+    std::vector<Sample> samples;
+    for (const bool nesterov : {false, true})
+      samples.push_back(sample(std::string("[3, 4] and [5]") + (nesterov ? " nesterov" : " momentum"),
+                               {make_arg({3, 4}, dtype), make_arg({3, 4}, dtype), make_arg({3, 4}, dtype),
+                                make_arg({5}, dtype), make_arg({5}, dtype), make_arg({5}, dtype)},
+                               [nesterov](const tensor_list& in) {
+                                 const tensor_list params = {in[0].detach().clone(), in[3].detach().clone()};
+                                 const tensor_list buffers = {in[2].detach().clone(), in[5].detach().clone()};
+                                 _fused_sgd_(params, tensor_list{in[1], in[4]}, buffers, 0.1, 0.9, 0.0, 0.01, nesterov,
+                                             false, false);
+                                 return tensor_list{params[0], params[1], buffers[0], buffers[1]};
+                               }));
+    return samples;
+  }));
+  OpEntry adam_list = entry("strata::_fused_adam_.list", kFloating, {}, [](ScalarType dtype) {
+    std::vector<Sample> samples;
+    for (const bool amsgrad : {false, true}) {
+      std::vector<Arg> args;
+      for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{5}})
+        for (int k = 0; k < 5; ++k)
+          args.push_back(k < 3 ? make_arg(sizes, dtype) : make_arg(sizes, dtype, Layout::Contiguous, kPositive));
+      samples.push_back(sample(std::string("[3, 4] and [5]") + (amsgrad ? " amsgrad adamw" : " adam"), args,
+                               [amsgrad](const tensor_list& in) {
+                                 tensor_list state[4];  // params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs
+                                 for (size_t entry = 0; entry < 2; ++entry)
+                                   for (size_t k = 0; k < 4; ++k)
+                                     state[k].push_back(in[entry * 5 + (k == 0 ? 0 : k + 1)].detach().clone());
+                                 _fused_adam_(state[0], tensor_list{in[1], in[6]}, state[1], state[2],
+                                              amsgrad ? state[3] : tensor_list{}, std::vector<int64_t>{3, 1}, 0.01,
+                                              0.9, 0.999, 0.01, 1e-8, amsgrad, false, amsgrad);
+                                 tensor_list out;
+                                 for (const tensor_list& list : state) out.insert(out.end(), list.begin(), list.end());
+                                 return out;
+                               }));
+    }
+    return samples;
+  });
+  adam_list.tolerance_scale = 4;
+  t.push_back(adam_list);
   return t;
 }
 

@@ -95,3 +95,162 @@ TEST_CASE("_fused_adam_: maximize equals a step on the negated gradient, over ve
     CHECK_FALSE(equal(a[0], start));
   }
 }
+
+// ---------------------------------------------------------------------------------------
+// The list overloads (Note [Multi-tensor optimizer steps]): entry i is bit-identical to the
+// per-tensor op on the same tensors.
+
+namespace {
+
+// Parameters of different sizes (a vector body with a tail, a 0-d one, an empty one, a matrix).
+const std::vector<std::vector<int64_t>> kListShapes = {{1037}, {}, {0}, {3, 5}, {64}};
+
+tensor_list random_list(ScalarType dtype, double scale = 1, bool positive = false) {
+  tensor_list out;
+  for (const auto& shape : kListShapes) {
+    Tensor t = randn(shape, dtype) * scale;
+    out.push_back(positive ? abs(t) : t);
+  }
+  return out;
+}
+
+tensor_list clones(const tensor_list& list) {
+  tensor_list out;
+  for (const Tensor& t : list) out.push_back(t.clone());
+  return out;
+}
+
+void check_lists_equal(const tensor_list& actual, const tensor_list& expected) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO("entry ", i);
+    CHECK(equal(actual[i], expected[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("_fused_sgd_.list: equals the per-tensor op bit for bit") {
+  manual_seed(11);
+  struct Config {
+    double momentum, dampening, weight_decay;
+    bool nesterov, maximize, first;
+  };
+  const Config configs[] = {{0, 0, 0, false, false, true},     {0, 0, 0.01, false, true, false},
+                            {0.9, 0, 0, false, false, true},   {0.9, 0.1, 0.01, false, false, false},
+                            {0.9, 0, 0.01, true, false, false}, {0.9, 0, 0.01, true, true, true}};
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (const Config& c : configs) {
+      INFO("dtype ", dtype, " momentum ", c.momentum, " nesterov ", c.nesterov, " maximize ", c.maximize);
+      const tensor_list params = random_list(dtype), grads = random_list(dtype, 0.1), buffers = random_list(dtype);
+      const tensor_list list_params = clones(params), list_buffers = clones(buffers);
+      const tensor_list one_params = clones(params), one_buffers = clones(buffers);
+      for (int step = 0; step < 2; ++step) {
+        _fused_sgd_(list_params, grads, c.momentum != 0 ? list_buffers : tensor_list{}, 0.05, c.momentum,
+                    c.dampening, c.weight_decay, c.nesterov, c.maximize, c.first && step == 0);
+        for (size_t i = 0; i < params.size(); ++i)
+          _fused_sgd_(one_params[i], grads[i], c.momentum != 0 ? std::optional<Tensor>(one_buffers[i]) : std::nullopt,
+                      0.05, c.momentum, c.dampening, c.weight_decay, c.nesterov, c.maximize, c.first && step == 0);
+      }
+      check_lists_equal(list_params, one_params);
+      check_lists_equal(list_buffers, one_buffers);
+      CHECK_FALSE(equal(list_params[0], params[0]));
+    }
+  }
+}
+
+TEST_CASE("_fused_adam_.list: equals the per-tensor op bit for bit, each entry at its own step") {
+  manual_seed(12);
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (bool amsgrad : {false, true}) {
+      for (bool decoupled : {false, true}) {
+        INFO("dtype ", dtype, " amsgrad ", amsgrad, " adamw ", decoupled);
+        const tensor_list params = random_list(dtype), grads = random_list(dtype, 0.1);
+        const tensor_list avgs = random_list(dtype, 0.01), avg_sqs = random_list(dtype, 0.01, true),
+                          max_sqs = random_list(dtype, 0.01, true);
+        tensor_list list_state[4] = {clones(params), clones(avgs), clones(avg_sqs), clones(max_sqs)};
+        tensor_list one_state[4] = {clones(params), clones(avgs), clones(avg_sqs), clones(max_sqs)};
+        std::vector<int64_t> steps = {1, 3, 2, 7, 1};
+        for (int round = 0; round < 2; ++round) {
+          _fused_adam_(list_state[0], grads, list_state[1], list_state[2], amsgrad ? list_state[3] : tensor_list{},
+                       steps, 0.01, 0.9, 0.999, 0.05, 1e-8, amsgrad, round == 1, decoupled);
+          for (size_t i = 0; i < params.size(); ++i)
+            _fused_adam_(one_state[0][i], grads[i], one_state[1][i], one_state[2][i],
+                         amsgrad ? std::optional<Tensor>(one_state[3][i]) : std::nullopt, steps[i], 0.01, 0.9, 0.999,
+                         0.05, 1e-8, amsgrad, round == 1, decoupled);
+          for (int64_t& step : steps) ++step;
+        }
+        for (int k = 0; k < 4; ++k) check_lists_equal(list_state[k], one_state[k]);
+        CHECK_FALSE(equal(list_state[0][0], params[0]));
+      }
+    }
+  }
+}
+
+TEST_CASE("_fused_sgd_.list / _fused_adam_.list: empty lists, mixed dtypes, Meta") {
+  _fused_sgd_(tensor_list{}, tensor_list{}, tensor_list{}, 0.1, 0.9, 0, 0, false, false, true);
+  _fused_adam_(tensor_list{}, tensor_list{}, tensor_list{}, tensor_list{}, tensor_list{}, std::vector<int64_t>{}, 0.1,
+               0.9, 0.999, 0, 1e-8, true, false, false);
+  // Entries of different dtypes in one call, each as its own per-tensor step.
+  const tensor_list params = {ones({3}, kFloat32), ones({2}, kFloat64)}, grads = {ones({3}, kFloat32), ones({2}, kFloat64)};
+  _fused_sgd_(params, grads, tensor_list{}, 0.5, 0, 0, 0, false, false, true);
+  check_values(params[0], {3}, kFloat32, {0.5, 0.5, 0.5});
+  check_values(params[1], {2}, kFloat64, {0.5, 0.5});
+  const tensor_list meta = {empty({2, 3}, kMeta), empty({4}, kMeta)};
+  _fused_sgd_(meta, meta, tensor_list{}, 0.1, 0, 0, 0, false, false, true);
+  _fused_adam_(meta, meta, meta, meta, tensor_list{}, std::vector<int64_t>{1, 2}, 0.1, 0.9, 0.999, 0, 1e-8, false,
+               false, false);
+  CHECK(detail::has_derived_meta("strata::_fused_sgd_.list"));
+  CHECK(detail::has_derived_meta("strata::_fused_adam_.list"));
+}
+
+TEST_CASE("_fused_sgd_.list / _fused_adam_.list: errors name the op and the entry; nothing is updated") {
+  const Tensor a = ones({3}), b = ones({3});
+  const tensor_list two = {a, b};
+  expect_error<ValueError>([&] { _fused_sgd_(two, tensor_list{a}, tensor_list{}, 0.1, 0, 0, 0, false, false, true); },
+                           "[_fused_sgd_]", {"grads has 1 entries but params has 2"});
+  expect_error<ValueError>([&] { _fused_sgd_(two, two, tensor_list{a}, 0.1, 0.9, 0, 0, false, false, true); },
+                           "[_fused_sgd_]", {"momentum_buffers has 1 entries"});
+  expect_error<ValueError>(
+      [&] { _fused_sgd_(two, tensor_list{ones({3}), ones({4})}, tensor_list{}, 0.1, 0, 0, 0, false, false, true); },
+      "[_fused_sgd_]", {"grads[1] of shape [4] does not match params[1] of shape [3]"});
+  expect_error<TypeError>([&] { _fused_sgd_(two, tensor_list{ones({3}), ones({3}, kFloat64)}, tensor_list{}, 0.1, 0,
+                                            0, 0, false, false, true); },
+                          "[_fused_sgd_]", {"grads[1] has dtype Float64"});
+  expect_error<TypeError>([&] { _fused_sgd_(tensor_list{a, ones({3}, kInt64)}, two, tensor_list{}, 0.1, 0, 0, 0, false,
+                                            false, true); },
+                          "[_fused_sgd_]", {"floating-point", "params[1]"});
+  expect_error<Error>([&] { _fused_sgd_(tensor_list{a, empty({3}, kMeta)}, tensor_list{a, empty({3}, kMeta)},
+                                        tensor_list{}, 0.1, 0, 0, 0, false, false, true); },
+                      "[_fused_sgd_]", {"params[1] on meta", "params[0] on cpu"});
+  expect_error<ValueError>([&] { _fused_adam_(two, two, two, tensor_list{a}, tensor_list{}, std::vector<int64_t>{1, 1},
+                                              0.1, 0.9, 0.999, 0, 1e-8, false, false, false); },
+                           "[_fused_adam_]", {"exp_avg_sqs has 1 entries"});
+  expect_error<ValueError>([&] { _fused_adam_(two, two, two, two, tensor_list{}, std::vector<int64_t>{1}, 0.1, 0.9,
+                                              0.999, 0, 1e-8, false, false, false); },
+                           "[_fused_adam_]", {"steps has 1 entries"});
+  expect_error<ValueError>([&] { _fused_adam_(two, two, two, two, tensor_list{}, std::vector<int64_t>{1, 1}, 0.1, 0.9,
+                                              0.999, 0, 1e-8, true, false, false); },
+                           "[_fused_adam_]", {"max_exp_avg_sqs has 0 entries"});
+  expect_error<ValueError>([&] { _fused_adam_(two, two, two, tensor_list{ones({3}), ones({2})}, tensor_list{},
+                                              std::vector<int64_t>{1, 1}, 0.1, 0.9, 0.999, 0, 1e-8, false, false,
+                                              false); },
+                           "[_fused_adam_]", {"exp_avg_sqs[1] of shape [2]"});
+  expect_error<ValueError>([&] { _fused_adam_(two, two, tensor_list{zeros({3}), zeros({3})},
+                                              tensor_list{zeros({3}), zeros({3})}, tensor_list{},
+                                              std::vector<int64_t>{1, 0}, 0.1, 0.9, 0.999, 0, 1e-8, false, false,
+                                              false); },
+                           "[_fused_adam_]", {"steps[1] must be >= 1, got 0"});
+  // Every entry is checked before any is written.
+  CHECK(equal(a, ones({3})));
+  CHECK(equal(b, ones({3})));
+  // In place on a leaf that requires grad: refused while recording, as for the per-tensor op.
+  Tensor leaf = ones({2});
+  leaf.requires_grad_();
+  expect_error<Error>(
+      [&] { _fused_sgd_(tensor_list{leaf}, tensor_list{ones({2})}, tensor_list{}, 0.1, 0, 0, 0, false, false, true); },
+      "[");
+  NoGradGuard no_grad;
+  _fused_sgd_(tensor_list{leaf}, tensor_list{ones({2})}, tensor_list{}, 0.1, 0, 0, 0, false, false, true);
+  check_values(leaf, {2}, kFloat32, {0.9, 0.9}, 1e-7);
+}
