@@ -70,6 +70,14 @@ void gelu_backward_out_cuda(const Tensor& out, const Tensor& grad_output, const 
   });
 }
 
+template <class Op>
+void activation_backward_out_cuda(const Tensor& out, const Tensor& grad_output, const Tensor& output) {
+  const Tensor g = converted(grad_output, out.dtype()), y = converted(output, out.dtype());
+  visit_dtype(out.dtype(), [&]<class T>() {
+    if constexpr (serves<Served::floating, T>()) launch_elementwise<T, T, T>(Op::name, Op{}, out, g, y);
+  });
+}
+
 // clamp (Note [clamp dtype] in ops/shapes/unary.h): the bounds convert on the host, checked.
 void clamp_out_cuda(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
                     const std::optional<Scalar>& max) {
@@ -110,6 +118,10 @@ STRATA_LIBRARY_IMPL(strata, CUDA, m) {
   m.impl("silu", structured<&shapes::silu, &unary_out_cuda<SiluOp, floating>>());
   m.impl("gelu", structured<&shapes::gelu, &gelu_out_cuda>());
   m.impl("gelu_backward", structured<&shapes::gelu_backward, &gelu_backward_out_cuda>());
+  m.impl("tanh_backward",
+         structured<&shapes::tanh_backward, &activation_backward_out_cuda<cuda::detail::TanhBackwardOp>>());
+  m.impl("sigmoid_backward",
+         structured<&shapes::sigmoid_backward, &activation_backward_out_cuda<cuda::detail::SigmoidBackwardOp>>());
   m.impl("clamp", structured<&shapes::clamp, &clamp_out_cuda>());
   m.impl("relu_",
          structured_in_place<&shapes::relu_in_place, &unary_out_cuda<ReluOp, no_bool>, "relu_", &copy_kernel>());

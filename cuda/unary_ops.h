@@ -194,6 +194,22 @@ struct GeluTanhOp {
   }
 };
 
+// tanh_backward and sigmoid_backward from the outputs y: g (1 - y^2) and g y (1 - y).
+struct TanhBackwardOp {
+  static constexpr const char* name = "tanh_backward";
+  template <class C>
+  STRATA_HOST_DEVICE C operator()(C g, C y) const {
+    return g * (C(1) - y * y);
+  }
+};
+struct SigmoidBackwardOp {
+  static constexpr const char* name = "sigmoid_backward";
+  template <class C>
+  STRATA_HOST_DEVICE C operator()(C g, C y) const {
+    return g * y * (C(1) - y);
+  }
+};
+
 // g gelu'(x): g (Phi(x) + x phi(x)), and g ((1 + t) / 2 + x (1 - t^2) u' / 2).
 struct GeluErfBackwardOp {
   static constexpr const char* name = "gelu_backward";

@@ -1,6 +1,7 @@
 // Unary math and activations: neg abs sign exp log sqrt rsqrt sin cos tanh sigmoid relu silu
-// gelu clamp, the in-place relu_ clamp_ zero_ fill_, and gelu_backward (gelu's derivative as
-// an op of its own, so that it has a derivative too), and out= variants of the math ops.
+// gelu clamp, the in-place relu_ clamp_ zero_ fill_, gelu_backward, tanh_backward and
+// sigmoid_backward (derivatives as ops of their own: one kernel, and a derivative of their own
+// too), and out= variants of the math ops.
 // Schemas, CPU compute, derivatives, registrations and free functions; the shape functions are
 // in shapes/unary.h and the Meta kernels derive from them.
 #include <Eigen/Core>
@@ -49,6 +50,16 @@ Eigen::Map<ArrayX<C>> as_array(C* data, int64_t count) {
 }
 
 Tensor zero_scalar_like(const Tensor& t) { return zeros({}, t.options()); }
+
+// The dispatched derivative ops (internal: reached by name, as PyTorch's at::tanh_backward).
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output) {
+  static const auto op = find_op("strata::tanh_backward").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(grad_output, output);
+}
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
+  static const auto op = find_op("strata::sigmoid_backward").typed<Tensor(const Tensor&, const Tensor&)>();
+  return op.call(grad_output, output);
+}
 
 // ---------------------------------------------------------------------------------------
 // The ops. Each names itself, its dtype rule and its math: `scalar` for the ops that keep
@@ -199,9 +210,7 @@ struct TanhOp {
   template <class X>
   static auto array(const X& x) { return x.tanh(); }
   static Tensor call(const Tensor& x) { return tanh(x); }
-  static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
-    return g * (1 - result * result);
-  }
+  static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) { return tanh_backward(g, result); }
 };
 
 struct SigmoidOp {
@@ -213,7 +222,7 @@ struct SigmoidOp {
   static auto array(const X& x) { return detail::logistic_or_zero(x); }
   static Tensor call(const Tensor& x) { return sigmoid(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
-    return g * result * (1 - result);
+    return sigmoid_backward(g, result);
   }
 };
 
@@ -332,6 +341,22 @@ void gelu_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const T
   });
 }
 
+// g (1 - y^2) and g y (1 - y). (1 - y^2 may be one fused multiply-add where the target has one,
+// as on CUDA, so tanh's gradient can differ from the composite g * (1 - y * y) in the last bit.)
+template <bool Tanh>
+void activation_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& output) {
+  const ScalarType dtype = out.dtype();
+  const Tensor g = converted(grad_output, dtype), y = converted(output, dtype);
+  detail::visit_floating(dtype, [&]<class T>() {
+    detail::blockwise_binary<T>(out, g, y, [](const auto* dy, const auto* result, auto* dx, int64_t n) {
+      using C = std::remove_cvref_t<decltype(*result)>;
+      const auto r = as_array(result, n);
+      if constexpr (Tanh) as_array(dx, n) = as_array(dy, n) * (C(1) - r * r);
+      else as_array(dx, n) = as_array(dy, n) * r * (C(1) - r);
+    });
+  });
+}
+
 // clamp (Note [clamp dtype] in shapes/unary.h): the shape function has checked the bounds.
 void clamp_out_cpu(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
                    const std::optional<Scalar>& max) {
@@ -374,6 +399,8 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   def_structured<&shapes::relu>(m, "relu(Tensor self) -> Tensor");
   def_structured<&shapes::silu>(m, "silu(Tensor self) -> Tensor");
   def_structured<&shapes::gelu>(m, "gelu(Tensor self, *, str approximate='none') -> Tensor");
+  def_structured<&shapes::tanh_backward>(m, "tanh_backward(Tensor grad_output, Tensor output) -> Tensor");
+  def_structured<&shapes::sigmoid_backward>(m, "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor");
   def_structured<&shapes::gelu_backward>(
       m, "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");
   def_structured<&shapes::clamp>(m, "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
@@ -418,6 +445,8 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("silu", structured<&shapes::silu, &unary_out_cpu<SiluOp>>());
   m.impl("gelu", structured<&shapes::gelu, &gelu_out_cpu>());
   m.impl("gelu_backward", structured<&shapes::gelu_backward, &gelu_backward_out_cpu>());
+  m.impl("tanh_backward", structured<&shapes::tanh_backward, &activation_backward_out_cpu<true>>());
+  m.impl("sigmoid_backward", structured<&shapes::sigmoid_backward, &activation_backward_out_cpu<false>>());
   m.impl("clamp", structured<&shapes::clamp, &clamp_out_cpu>());
   m.impl("relu_", structured_in_place<&shapes::relu_in_place, &unary_out_cpu<ReluOp>, "relu_">());
   m.impl("clamp_", structured_in_place<&shapes::clamp_in_place, &clamp_out_cpu, "clamp_">());
@@ -506,6 +535,25 @@ struct GeluBackwardFunction : autograd::Function<GeluBackwardFunction> {
   }
 };
 
+// d(g (1 - y^2)) = (dg (1 - y^2), -2 dg g y); d(g y (1 - y)) = (dg y (1 - y), dg g (1 - 2y)).
+template <bool Tanh>
+struct ActivationBackwardFunction : autograd::Function<ActivationBackwardFunction<Tanh>> {
+  static constexpr std::string_view name() { return Tanh ? "TanhBackwardBackward" : "SigmoidBackwardBackward"; }
+  static Tensor forward(AutogradContext* ctx, const Tensor& grad_output, const Tensor& output) {
+    ctx->save_for_backward({grad_output, output});
+    return Tanh ? tanh_backward(grad_output, output) : sigmoid_backward(grad_output, output);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const tensor_list saved = ctx->get_saved_variables();
+    const Tensor& gg = grads[0];
+    const Tensor &g = saved[0], &y = saved[1];
+    Tensor grad_grad_output, grad_output;
+    if (ctx->needs_input_grad(0)) grad_grad_output = Tanh ? tanh_backward(gg, y) : sigmoid_backward(gg, y);
+    if (ctx->needs_input_grad(1)) grad_output = Tanh ? gg * g * y * -2 : gg * g * (1 - 2 * y);
+    return {grad_grad_output, grad_output};
+  }
+};
+
 // The gradient passes where min <= self <= max (bounds included), as in PyTorch.
 Tensor clamp_derivative(const Tensor& g, const Tensor& self, const IValue& min, const IValue& max) {
   Tensor inside;
@@ -584,6 +632,8 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("silu", autograd::kernel<UnaryFunction<SiluOp>>());
   m.impl("gelu", autograd::kernel<GeluFunction>());
   m.impl("gelu_backward", autograd::kernel<GeluBackwardFunction>());
+  m.impl("tanh_backward", autograd::kernel<ActivationBackwardFunction<true>>());
+  m.impl("sigmoid_backward", autograd::kernel<ActivationBackwardFunction<false>>());
   m.impl("clamp", autograd::kernel<ClampFunction>());
   m.impl("relu_", autograd::kernel<ReluInplaceFunction>());
   m.impl("clamp_", autograd::kernel<ClampInplaceFunction>());

@@ -75,6 +75,23 @@ inline TensorMeta gelu_backward(const Tensor& grad_output, const Tensor& self, s
   return {broadcast_shapes(grad_output.sizes(), self.sizes(), "gelu_backward"), dtype, self.device()};
 }
 
+// tanh_backward(grad_output, output) and sigmoid_backward: the derivatives of tanh and sigmoid
+// from their outputs, as ops of their own (one kernel instead of three, and a derivative of their
+// own for double backward). Floating, one device, broadcast like a binary op.
+inline TensorMeta activation_backward(const char* op, const Tensor& grad_output, const Tensor& output) {
+  detail::check_same_device(op, grad_output, output);
+  const ScalarType dtype = result_type(grad_output, output);
+  STRATA_CHECK_TYPE(is_floating_point(dtype), "[", op, "] expected floating point inputs, got ", grad_output.dtype(),
+                    " and ", output.dtype());
+  return {broadcast_shapes(grad_output.sizes(), output.sizes(), op), dtype, output.device()};
+}
+inline TensorMeta tanh_backward(const Tensor& grad_output, const Tensor& output) {
+  return activation_backward("tanh_backward", grad_output, output);
+}
+inline TensorMeta sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
+  return activation_backward("sigmoid_backward", grad_output, output);
+}
+
 // Note [clamp dtype]
 // Like PyTorch, a floating self keeps its dtype; otherwise the bounds take part in type
 // promotion as Scalars (int32 clamped to 0.5 gives float32). Bool results are refused.

@@ -177,6 +177,12 @@ inline std::vector<OpEntry> unary_entries() {
   t.push_back(binary_entry("strata::gelu_backward", kFloating, {0, 1}, [](const Tensor& g, const Tensor& x) {
     return tensor_list{gelu_backward(g, x), gelu_backward(g, x, "tanh")};
   }));
+  // The derivative ops reached by name (they have no free functions, as in PyTorch).
+  for (const char* name : {"strata::tanh_backward", "strata::sigmoid_backward"}) {
+    const auto op = find_op(name).typed<Tensor(const Tensor&, const Tensor&)>();
+    t.push_back(binary_entry(name, kFloating, {0, 1},
+                             [op](const Tensor& g, const Tensor& y) { return tensor_list{op.call(g, y)}; }));
+  }
   t.push_back(unary_entry("strata::clamp", kAllTypes, {0}, [](const Tensor& x) {
     // Floating bounds promote an integral self.
     return tensor_list{clamp(x, -1), clamp(x, std::nullopt, 1), clamp(x, -1, 1), clamp(x, -1.5, 0.75)};

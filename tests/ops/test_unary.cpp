@@ -206,6 +206,31 @@ TEST_CASE("unary: gradients match finite differences (float64)") {
   }
 }
 
+TEST_CASE("tanh_backward and sigmoid_backward: tanh's and sigmoid's derivatives as ops of their own") {
+  const auto tanh_backward = find_op("strata::tanh_backward").typed<Tensor(const Tensor&, const Tensor&)>();
+  const auto sigmoid_backward = find_op("strata::sigmoid_backward").typed<Tensor(const Tensor&, const Tensor&)>();
+  const Tensor g = tensor({2.0, -1.0, 0.5}, kFloat64), y = tensor({0.5, -0.25, 0.0}, kFloat64);
+  check_values(tanh_backward.call(g, y), {3}, kFloat64, {1.5, -0.9375, 0.5});
+  check_values(sigmoid_backward.call(g, y), {3}, kFloat64, {0.5, 0.3125, 0});
+  // A float32 output and a float64 gradient promote; a row of gradients broadcasts.
+  check_values(tanh_backward.call(ones({2, 1}, kFloat64), tensor({0.5f})), {2, 1}, kFloat64, {0.75, 0.75});
+  // What backward through tanh and sigmoid gives is the composite formula's value.
+  const Tensor x = tensor({-1.5, 0.25, 3.0}, kFloat64).requires_grad_();
+  tanh(x).backward(g);
+  CHECK(allclose(x.grad(), g * (1 - tanh(x.detach()) * tanh(x.detach())), 0, 1e-15));  // up to a fused 1 - y^2
+  x.grad().zero_();
+  sigmoid(x).backward(g);
+  const Tensor s = sigmoid(x.detach());
+  CHECK(allclose(x.grad(), g * s * (1 - s), 0, 0));
+  // Their own derivatives, in both arguments and with broadcasting.
+  for (const auto& op : {tanh_backward, sigmoid_backward})
+    check_gradcheck([op](const tensor_list& t) { return tensor_list{op.call(t[0], t[1])}; },
+                    {grad_input({2, 3}, 6), uniform_input({3}, 7, -0.9, 0.9)});
+  expect_error<TypeError>([&] { (void)tanh_backward.call(ones({2}, kInt64), ones({2}, kInt64)); },
+                          "[tanh_backward] expected floating point inputs, got Int64 and Int64");
+  expect_error<ValueError>([&] { (void)sigmoid_backward.call(ones({2}), ones({3})); }, "[sigmoid_backward]");
+}
+
 TEST_CASE("unary: second derivatives (double backward)") {
   for (UnaryOp op : kTwiceDifferentiableOps)
     check_gradgradcheck(unary(op), {uniform_input({2, 2}, 8, 0.5, 2)});
