@@ -84,5 +84,6 @@ BENCHMARK(torch_tanh_chain_100);
 int main(int argc, char** argv) {
   return strata::bench::run_with_ratios(argc, argv,
                                         {{"strata_add_forward_backward", "torch_add_forward_backward"},
-                                         {"strata_chain_300", "torch_chain_300"}});
+                                         {"strata_chain_300", "torch_chain_300"},
+                                         {"strata_tanh_chain_100", "torch_tanh_chain_100"}});
 }
