@@ -9,6 +9,7 @@
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
 #include <strata/ops/ops.h>
+#include <strata/tensor/small_vector.h>
 
 namespace strata::autograd {
 
@@ -44,11 +45,16 @@ struct NodeTask {
 
 // Note [Engine bookkeeping]
 // A backward pass touches every reachable Node a few times; an open-addressing table keyed by
-// Node* (one allocation, grown by doubling while the graph is discovered) keeps that cheap.
-// Entries move only while discovering, never while Nodes run.
+// Node* (grown by doubling while the graph is discovered) keeps that cheap. Entries move only
+// while discovering, never while Nodes run. The table's first 16 slots, the discovery stacks
+// and the ready queue live inline (SmallVector), so a small graph's backward allocates nothing
+// for its bookkeeping: only gradient lists and tensors.
+using NodeStack = SmallVector<Node*, 32>;
+using ReadyQueue = std::priority_queue<std::pair<uint64_t, Node*>, SmallVector<std::pair<uint64_t, Node*>, 16>>;
+
 class NodeTasks {
  public:
-  NodeTasks() : slots_(16) {}
+  NodeTasks() { slots_.resize(16); }
   NodeTask& insert(Node* node) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     NodeTask& slot = probe(node);
@@ -62,7 +68,7 @@ class NodeTasks {
     NodeTask& slot = probe(node);
     return slot.node ? &slot : nullptr;
   }
-  std::vector<NodeTask>& slots() { return slots_; }
+  SmallVector<NodeTask, 16>& slots() { return slots_; }
 
  private:
   NodeTask& probe(Node* node) {
@@ -72,13 +78,14 @@ class NodeTasks {
     return slots_[i];
   }
   void grow() {
-    std::vector<NodeTask> old = std::move(slots_);
-    slots_ = std::vector<NodeTask>(old.size() * 2);
+    SmallVector<NodeTask, 16> old = std::move(slots_);
+    slots_ = SmallVector<NodeTask, 16>();
+    slots_.resize(old.size() * 2);
     count_ = 0;
     for (NodeTask& task : old)
       if (task.node) insert(task.node) = std::move(task);
   }
-  std::vector<NodeTask> slots_;
+  SmallVector<NodeTask, 16> slots_;
   size_t count_ = 0;
 };
 
@@ -109,7 +116,7 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
 
 // Step 1: every Node reachable from the roots gets a task; grad() also records parents.
 void discover(GraphTask& task, const edge_list& roots) {
-  std::vector<Node*> stack;
+  NodeStack stack;
   for (const Edge& root : roots) {
     NodeTask& entry = task.tasks.insert(root.function.get());
     if (entry.dependencies != -1) {
@@ -136,7 +143,7 @@ void discover(GraphTask& task, const edge_list& roots) {
 void plan(GraphTask& task, const edge_list& roots) {
   discover(task, roots);
   if (task.capture_mode) {  // only Nodes from which a captured edge can be reached
-    std::vector<Node*> stack;
+    NodeStack stack;
     for (const auto& [key, index] : task.captures) {
       NodeTask* target = task.tasks.find(key.node);
       if (target && !target->needed) {
@@ -198,7 +205,7 @@ bool any_defined(const tensor_list& grads) {
 // zeros a materializing Function would make), so a leaf reached only that way keeps an
 // undefined .grad, as in PyTorch.
 void run_node(GraphTask& task, Node* node, tensor_list grads,
-              std::priority_queue<std::pair<uint64_t, Node*>>& ready) {
+              ReadyQueue& ready) {
   tensor_list outputs;
   if (any_defined(grads)) {
     node->run_gradient_hooks(grads);
@@ -232,7 +239,7 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
 
 void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
   plan(task, roots);
-  std::priority_queue<std::pair<uint64_t, Node*>> ready;
+  ReadyQueue ready;
   for (size_t i = 0; i < roots.size(); ++i) {
     NodeTask* entry = task.tasks.find(roots[i].function.get());
     if (!entry->needed) continue;
