@@ -30,16 +30,22 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output, const std::sh
   }
 }
 
-Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, std::string_view owner_name) const {
-  STRATA_CHECK(!released_, "[", owner_name,
+namespace {
+// The name of a Function's node in error messages ("Function" once the node is gone); computed
+// only when a message is built, never on the backward path.
+std::string name_of(const std::shared_ptr<Node>& node) { return node ? node->name() : std::string("Function"); }
+}  // namespace
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
+  STRATA_CHECK(!released_, "[", name_of(owner),
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");
   if (!was_defined_) return Tensor();
   const uint32_t current = is_output_ ? storage_->version() : data_.version();
-  STRATA_CHECK(current == saved_version_, "[", owner_name,
+  STRATA_CHECK(current == saved_version_, "[", name_of(owner),
                "] one of the variables needed for gradient computation has been modified by an inplace operation: [",
                is_output_ ? dtype_ : data_.dtype(), " ", is_output_ ? sizes_.ref() : data_.sizes(), "], which is output ",
-               output_nr_, " of ", producer_name(owner_name), ", is at version ", current, "; expected version ",
+               output_nr_, " of ", producer_name(owner), ", is at version ", current, "; expected version ",
                saved_version_, " instead.");
   if (!is_output_) return data_;
   // A saved output comes back attached to its Node, so double backward can go through it.
@@ -48,9 +54,9 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, std::string_vie
   return result;
 }
 
-std::string SavedVariable::producer_name(std::string_view owner_name) const {
+std::string SavedVariable::producer_name(const std::shared_ptr<Node>& owner) const {
   if (std::shared_ptr<Node> producer = producer_.lock()) return producer->name();
-  if (is_output_) return std::string(owner_name);
+  if (is_output_) return name_of(owner);
   return had_producer_ ? "an op whose node was freed" : "a leaf";
 }
 
@@ -84,22 +90,17 @@ void AutogradContext::save_for_backward(std::initializer_list<Tensor> tensors) {
   to_save_ = SmallVector<Tensor, 2>(tensors);
 }
 
-std::string AutogradContext::node_name() const {
-  std::shared_ptr<Node> node = node_.lock();
-  return node ? node->name() : std::string("Function");
-}
 
 tensor_list AutogradContext::get_saved_variables() const {
   tensor_list result;
   result.reserve(saved_.size());
   std::shared_ptr<Node> node = node_.lock();
-  STRATA_CHECK(!released_, "[", node_name(),
+  STRATA_CHECK(!released_, "[", name_of(node),
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");
   // Before wiring (inside forward) the tensors come back as given.
   if (saved_.empty() && !to_save_.empty()) return tensor_list(to_save_.begin(), to_save_.end());
-  const std::string name = node_name();
-  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node, name));
+  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node));
   return result;
 }
 

@@ -30,7 +30,7 @@ class SavedVariable {
   // An output of `node` is kept without its grad_fn (a strong reference would be a cycle).
   SavedVariable(const Tensor& tensor, bool is_output, const std::shared_ptr<Node>& node);
   // Throws when the tensor was modified in place since it was saved, or was released.
-  Tensor unpack(const std::shared_ptr<Node>& owner, std::string_view owner_name) const;
+  Tensor unpack(const std::shared_ptr<Node>& owner) const;
   void reset();
 
  private:
@@ -47,7 +47,7 @@ class SavedVariable {
   bool released_ = false;
   bool had_producer_ = false;
   std::weak_ptr<Node> producer_;  // the node that made the tensor, named in error messages
-  std::string producer_name(std::string_view owner_name) const;
+  std::string producer_name(const std::shared_ptr<Node>& owner) const;
 };
 
 // Values a Function keeps for backward: ctx->saved_data["beta"] = beta.
@@ -99,7 +99,6 @@ class AutogradContext {
 
   void save_variables(std::span<const Tensor> outputs, const std::shared_ptr<Node>& node);
   void release();
-  std::string node_name() const;  // for error messages
 
   SmallVector<Tensor, 2> to_save_;
   SmallVector<SavedVariable, 2> saved_;

@@ -1,9 +1,10 @@
 #pragma once
 // Shape functions of the fused optimizer steps (ops/optim.cpp): _fused_sgd_ and _fused_adam_,
 // and their list overloads (_fused_sgd_.list, _fused_adam_.list; see Note [Multi-tensor
-// optimizer steps] in ops/optim.cpp). They update several tensors in place and return nothing, so their shape functions only check
-// (return void); see Note [Checked updates] in ops/optim.cpp for how the Meta kernel derives
-// from them. Depends on tensor/ only; compiles under nvcc.
+// optimizer steps] in ops/optim.cpp). They update several tensors in place and return nothing,
+// so their shape functions only check (return void); see Note [Checked updates] in
+// ops/optim.cpp for how the Meta kernel derives from them. Depends on tensor/ only; compiles
+// under nvcc.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -31,7 +32,6 @@ inline void check_matches_param(const char* op, const Tensor& param, ArgumentNam
                                 ArgumentName name) {
   STRATA_CHECK_VALUE(other.defined(), "[", op, "] ", name, " is undefined");
   detail::check_no_partial_overlap(op, param, other);
-  if (param_name.index < 0) detail::check_same_device(op, param, other);
   STRATA_CHECK(other.device() == param.device(), "[", op, "] expected all tensors on the same device, got ", name,
                " on ", other.device(), " and ", param_name, " on ", param.device());
   STRATA_CHECK_VALUE(other.sizes() == param.sizes(), "[", op, "] ", name, " of shape ", other.sizes(),
