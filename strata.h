@@ -17,3 +17,4 @@
 #include <strata/nn/checkpoint.h>
 #include <strata/nn/data.h>
 #include <strata/nn/progress.h>
+#include <strata/jit/jit.h>

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <strata/autograd/engine.h>
+#include <strata/dispatch/dispatcher.h>
 #include <strata/ops/ops.h>
 
 namespace strata::autograd {
@@ -214,6 +215,19 @@ void materialize(tensor_list& grads, const Node& node) {
   for (size_t i = 0; i < grads.size() && i < node.num_outputs(); ++i)
     if (!grads[i].defined() && node.output_metadata(i).defined) grads[i] = node.output_metadata(i).zeros();
 }
+
+namespace {
+thread_local FunctionTracer* function_tracer = nullptr;
+}
+
+FunctionTracer* active_function_tracer() {
+  if (function_tracer == nullptr) return nullptr;  // the common case: one thread-local read
+  const auto& local = strata::detail::local_dispatch_keys();
+  const bool tracing = local.included.has(DispatchKey::Tracer) && !local.excluded.has(DispatchKey::Tracer);
+  return tracing ? function_tracer : nullptr;
+}
+
+FunctionTracer* set_function_tracer(FunctionTracer* tracer) { return std::exchange(function_tracer, tracer); }
 
 std::string function_name(const char* mangled) {
   std::string name = strata::detail::demangle(mangled);

@@ -1,6 +1,7 @@
 #pragma once
 // Custom autograd Functions (CRTP, as in LibTorch) and autograd::kernel<F>(), which makes a
 // Function the Autograd kernel of an operator. Built-in derivatives use the same path.
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -163,16 +164,45 @@ std::string function_name(const char* mangled);
 
 template <class T>
 concept HasName = requires { T::name(); };
+template <class T>
+std::string function_display_name() {
+  if constexpr (HasName<T>) return std::string(T::name());
+  else return function_name(typeid(T).name());
+}
+
+// Note [Tracing bare Functions]
+// jit::trace captures ops at the dispatcher, but a Function::apply called by user code (not as
+// an op's Autograd kernel) is not an op: the tracer installs a FunctionTracer, and apply hands
+// it the call as a replayable closure, so the graph holds one node for the whole Function
+// (its ops are not traced one by one, and replay records the same custom backward). Inside an
+// op (Tracer excluded) apply is an op's Autograd kernel and is not reported.
+class FunctionTracer {
+ public:
+  virtual ~FunctionTracer() = default;
+  // Runs `replay(inputs)` and records it as one node; returns its outputs.
+  virtual tensor_list record_function(std::string name, const tensor_list& inputs,
+                                      std::function<tensor_list(const tensor_list&)> replay) = 0;
+};
+// The thread's tracer when apply must report to it (tracing, and not inside an op), else null.
+FunctionTracer* active_function_tracer();
+// Installs `tracer` for this thread (null to remove); returns the previous one.
+FunctionTracer* set_function_tracer(FunctionTracer* tracer);
+
+template <class T, class... Args>
+using forward_result_t = decltype(T::forward(std::declval<AutogradContext*>(), std::declval<Args>()...));
+
+template <class T>
+T pick_traced_argument(const T& captured, const tensor_list& tensors, size_t& next) {
+  if constexpr (std::is_same_v<T, Tensor>) return tensors.at(next++);
+  else return captured;
+}
 
 }  // namespace detail
 
 template <class T>
 class CppNode final : public Node {
  public:
-  std::string name() const override {
-    if constexpr (detail::HasName<T>) return std::string(T::name());
-    else return detail::function_name(typeid(T).name());
-  }
+  std::string name() const override { return detail::function_display_name<T>(); }
 
   tensor_list apply(tensor_list&& grads) override {
     check_not_released();
@@ -202,6 +232,10 @@ struct Function {
   // requires grad, records a CppNode<T> whose backward is T::backward.
   template <class... Args>
   static auto apply(Args&&... args) {
+    if (detail::FunctionTracer* tracer = detail::active_function_tracer()) [[unlikely]] {
+      if constexpr ((std::is_copy_constructible_v<std::decay_t<Args>> && ...))
+        return apply_traced(*tracer, args...);
+    }
     auto node = detail::make_function_node<T, CppNode<T>>();  // See Note [Code of unloaded libraries]
     detail::ForwardInputs& inputs = node->inputs_;
     edge_list& edges = node->mutable_next_edges();
@@ -228,6 +262,35 @@ struct Function {
       detail::wire_outputs(node, node->ctx_, result, inputs);
       return result;
     }
+  }
+
+ private:
+  // See Note [Tracing bare Functions]: the tensors are the node's inputs; every other argument
+  // is captured by value.
+  // U makes the return type depend on the call, so T may be incomplete where Function<T> is.
+  template <class... Args, class U = T>
+  static detail::forward_result_t<U, const Args&...> apply_traced(detail::FunctionTracer& tracer, const Args&... args) {
+    using Captured = std::tuple<std::decay_t<Args>...>;
+    using Result = detail::forward_result_t<U, const Args&...>;
+    tensor_list tensors;
+    auto collect = [&](const auto& arg) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, Tensor>) tensors.push_back(arg);
+    };
+    (collect(args), ...);
+    auto replay = [captured = Captured(args...)](const tensor_list& inputs) -> tensor_list {
+      STRATA_CHECK(inputs.size() == (size_t{0} + ... + std::is_same_v<std::decay_t<Args>, Tensor>),
+                   "[", detail::function_display_name<T>(), "] replay got ", inputs.size(), " tensors");
+      size_t next = 0;
+      Captured rebuilt = std::apply([&](const auto&... parts) {
+        return Captured{detail::pick_traced_argument(parts, inputs, next)...};
+      }, captured);
+      Result out = std::apply([](auto&... parts) { return apply(parts...); }, rebuilt);
+      if constexpr (std::is_same_v<Result, Tensor>) return tensor_list{std::move(out)};
+      else return out;
+    };
+    tensor_list outputs = tracer.record_function(detail::function_display_name<T>(), tensors, std::move(replay));
+    if constexpr (std::is_same_v<Result, Tensor>) return outputs.at(0);
+    else return outputs;
   }
 };
 

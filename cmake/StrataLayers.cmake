@@ -1,6 +1,6 @@
 # Note [Layers]
 # strata's folders are layers, each allowed to use only the ones below it:
-#   tensor <- dispatch <- autograd <- ops <- nn
+#   tensor <- dispatch <- autograd <- ops <- nn <- jit
 # Each folder builds as its own OBJECT library (strata_tensor, strata_dispatch, ...) and the
 # shared library `strata` is made of their objects. A layer compiles against an include root
 # of its own that holds only the folders it may see (build/include/layers/<layer>/strata/<folder>
@@ -19,7 +19,7 @@
 # call and expect each build to fail. The public include root build/include/strata (the whole
 # source tree) is for code outside the layers: tests, samples, bench and users.
 
-set(STRATA_LAYERS tensor dispatch autograd ops nn)
+set(STRATA_LAYERS tensor dispatch autograd ops nn jit)
 # The headers of ops/ that autograd's .cpp files may include: the public op API and whatever
 # of ops/ it includes.
 set(STRATA_OPS_PUBLIC_HEADERS ops.h)
@@ -62,6 +62,7 @@ set(STRATA_LAYER_LIBS_dispatch ${CMAKE_DL_LIBS})
 set(STRATA_LAYER_LIBS_autograd)
 set(STRATA_LAYER_LIBS_ops Eigen3::Eigen OpenMP::OpenMP_CXX ${STRATA_BLAS_LIBS})
 set(STRATA_LAYER_LIBS_nn ZLIB::ZLIB)
+set(STRATA_LAYER_LIBS_jit Eigen3::Eigen OpenMP::OpenMP_CXX)
 
 set(STRATA_LAYER_OBJECTS)
 foreach(layer ${STRATA_LAYERS})

@@ -2,8 +2,10 @@
 #include <strata/tensor/tensor.h>
 
 #include <strata/tensor/device_hooks.h>
+#include <strata/tensor/host_read.h>
 
 #include <atomic>
+#include <utility>
 
 namespace strata {
 
@@ -37,8 +39,21 @@ void Tensor::check_data_ptr_type(ScalarType requested) const {
   STRATA_CHECK_TYPE(requested == actual, "[data_ptr] requested ", requested, " but the tensor is ", actual);
 }
 
+namespace detail {
+namespace {
+thread_local HostReadObserver host_read_observer = nullptr;
+}
+HostReadObserver set_host_read_observer(HostReadObserver observer) {
+  return std::exchange(host_read_observer, observer);
+}
+void notify_host_read(const char* what) {
+  if (host_read_observer != nullptr) host_read_observer(what);
+}
+}  // namespace detail
+
 Scalar Tensor::item() const {
   TensorImpl* impl = checked_impl();
+  detail::notify_host_read("item");
   STRATA_CHECK_VALUE(impl->numel() == 1, "[item] a Tensor with ", impl->numel(),
                      " elements cannot be converted to a Scalar");
   Device device = impl->device();

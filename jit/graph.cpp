@@ -1,0 +1,160 @@
+// Graph: replay and the text form. See Note [Graph IR].
+#include <strata/jit/graph.h>
+
+#include <charconv>
+#include <map>
+#include <sstream>
+
+#include <strata/jit/ir_text.h>
+
+namespace strata::jit {
+
+// Note [Graph IR]
+// A Graph is what jit::trace saw, as a straight-line program in SSA form:
+// - values are numbered %0, %1, ...; each carries the dtype, sizes and device the trace saw;
+//   the graph's inputs come first;
+// - a node calls one operator by its schema name ("strata::add.Tensor", "myops::swish") with one
+//   Operand per schema argument (values, lists of values, or constants: numbers, lists, dtypes,
+//   devices, None) and one per schema return; a tensor the traced function used without
+//   receiving it (a parameter, a captured tensor) enters through a `prim::Constant` node that
+//   holds it, so every tensor operand is a value;
+// - an in-place op (`Tensor(a!)` in its schema) is a node like any other whose result is a new
+//   value naming the mutated tensor: later uses of that tensor refer to the new value;
+// - a bare Function::apply is a `prim::Function` node holding a closure that applies it again:
+//   it replays in this process but cannot be saved (see Note [Tracing bare Functions]).
+// Replay walks the nodes in order, calling each operator through the dispatcher (boxed), so
+// autograd records the calls as in eager mode and results are the eager results bit for bit.
+
+int Graph::add_value(ValueInfo info) {
+  values_.push_back(std::move(info));
+  return static_cast<int>(values_.size()) - 1;
+}
+
+namespace {
+
+// Note [Replay on another device]
+// A graph traced on one device may run on another (a CPU trace replayed on Meta infers every
+// shape of a model without data): all inputs must then share that device, captured constant
+// tensors are copied to it for the run, and Device constants naming the traced device name the
+// new one. Parameters copied this way are not the module's parameters: to train on a device,
+// trace there.
+struct Replay {
+  const Graph& graph;
+  Device traced;
+  Device target;
+  std::vector<Tensor> env;
+  std::map<const TensorImpl*, Tensor> moved;  // captured constants on the target device
+
+  bool moving() const { return traced != target; }
+
+  IValue constant(const IValue& value) {
+    if (!moving()) return value;
+    if (value.is_device() && value.to_device() == traced) return IValue(target);
+    if (value.is_tensor() && value.to_tensor().defined() && value.to_tensor().device() == traced) {
+      const Tensor& tensor = value.to_tensor();
+      auto [it, fresh] = moved.try_emplace(tensor.impl());
+      if (fresh) it->second = tensor.detach().to(target);
+      return IValue(it->second);
+    }
+    return value;
+  }
+
+  IValue operand(const Operand& op) {
+    switch (op.kind) {
+      case Operand::Kind::Value: return IValue(env[op.value]);
+      case Operand::Kind::ValueList: {
+        tensor_list list;
+        list.reserve(op.values.size());
+        for (int id : op.values) list.push_back(env[id]);
+        return IValue(std::move(list));
+      }
+      case Operand::Kind::OptionalValueList: {
+        optional_tensor_list list;
+        for (int id : op.values) list.push_back(id < 0 ? std::nullopt : std::optional<Tensor>(env[id]));
+        return IValue(std::move(list));
+      }
+      case Operand::Kind::Constant: return constant(op.constant);
+    }
+    return {};
+  }
+
+  void bind(const Operand& output, const IValue& result, const Node& node) {
+    if (output.kind == Operand::Kind::Value) {
+      STRATA_CHECK(result.is_tensor(), "[jit::Graph::run] ", node.op, " returned ", result.kind_name(),
+                   " where the trace saw a tensor");
+      env[output.value] = result.to_tensor();
+    } else if (output.kind == Operand::Kind::ValueList) {
+      STRATA_CHECK(result.is_tensor_list() && result.to_tensor_list().size() == output.values.size(), "[jit::Graph::run] ",
+                   node.op, " returned a different number of tensors than the trace saw (", output.values.size(), ")");
+      for (size_t i = 0; i < output.values.size(); ++i) env[output.values[i]] = result.to_tensor_list()[i];
+    }
+  }
+
+  void run_node(const Node& node, Stack& stack) {
+    if (node.op == "prim::Constant") {
+      env[node.outputs[0].value] = constant(node.inputs[0].constant).to_tensor();
+      return;
+    }
+    if (node.is_function()) {
+      tensor_list inputs;
+      for (const Operand& input : node.inputs) inputs.push_back(env[input.value]);
+      tensor_list outputs = node.function->apply(inputs);
+      STRATA_CHECK(outputs.size() == node.outputs.size(), "[jit::Graph::run] Function ", node.function->name,
+                   " returned ", outputs.size(), " tensors where the trace saw ", node.outputs.size());
+      for (size_t i = 0; i < outputs.size(); ++i) env[node.outputs[i].value] = std::move(outputs[i]);
+      return;
+    }
+    stack.clear();
+    for (const Operand& input : node.inputs) stack.push_back(operand(input));
+    node.handle.call_boxed(stack);
+    STRATA_CHECK(stack.size() == node.outputs.size(), "[jit::Graph::run] ", node.op, " returned ", stack.size(),
+                 " values where the trace saw ", node.outputs.size());
+    for (size_t i = 0; i < node.outputs.size(); ++i) bind(node.outputs[i], stack[i], node);
+  }
+};
+
+Device traced_device(const Graph& graph) {
+  for (int id : graph.inputs()) return graph.values()[id].device;
+  return Device(kCPU);
+}
+
+void check_inputs(const Graph& graph, const tensor_list& inputs) {
+  STRATA_CHECK_VALUE(inputs.size() == graph.inputs().size(), "[jit::Graph::run] expected ", graph.inputs().size(),
+                     " inputs as traced, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& seen = graph.values()[graph.inputs()[i]];
+    const Tensor& input = inputs[i];
+    STRATA_CHECK_VALUE(input.defined(), "[jit::Graph::run] input ", i, " is an undefined tensor");
+    STRATA_CHECK_TYPE(input.dtype() == seen.dtype, "[jit::Graph::run] input ", i, " has dtype ", input.dtype(),
+                      " but the graph was traced with ", seen.dtype);
+    STRATA_CHECK_VALUE(input.dim() == static_cast<int64_t>(seen.sizes.size()), "[jit::Graph::run] input ", i,
+                       " has ", input.dim(), " dimensions (shape ", input.sizes(), ") but the graph was traced with ",
+                       seen.sizes.size(), " (shape ", IntArrayRef(seen.sizes), ")");
+    STRATA_CHECK_VALUE(input.device() == inputs[0].device(), "[jit::Graph::run] input ", i, " is on ",
+                       input.device(), " but input 0 is on ", inputs[0].device(),
+                       ": a graph runs on one device (see Note [Replay on another device])");
+    const ValueInfo& first = graph.values()[graph.inputs()[0]];
+    STRATA_CHECK_VALUE(seen.device == first.device || input.device() == seen.device, "[jit::Graph::run] input ", i,
+                       " is on ", input.device(), " but was traced on ", seen.device);
+  }
+}
+
+}  // namespace
+
+tensor_list Graph::run(const tensor_list& inputs) const {
+  check_inputs(*this, inputs);
+  const Device traced = traced_device(*this);
+  Replay replay{*this, traced, inputs.empty() ? traced : inputs[0].device(), {}, {}};
+  replay.env.resize(values_.size());
+  for (size_t i = 0; i < inputs.size(); ++i) replay.env[inputs_[i]] = inputs[i];
+  Stack stack;
+  for (const Node& node : nodes_) replay.run_node(node, stack);
+  tensor_list outputs;
+  outputs.reserve(outputs_.size());
+  for (int id : outputs_) outputs.push_back(replay.env[id]);
+  return outputs;
+}
+
+std::string Graph::str() const { return detail::print_graph(*this); }
+
+}  // namespace strata::jit
