@@ -19,7 +19,7 @@
 # call and expect each build to fail. The public include root build/include/strata (the whole
 # source tree) is for code outside the layers: tests, samples, bench and users.
 
-set(STRATA_LAYERS tensor dispatch autograd ops nn)
+set(STRATA_LAYERS tensor dispatch autograd ops nn jit)
 # The headers of ops/ that autograd's .cpp files may include: the public op API and whatever
 # of ops/ it includes.
 set(STRATA_OPS_PUBLIC_HEADERS ops.h)
