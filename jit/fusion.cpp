@@ -40,7 +40,8 @@ namespace strata::jit::detail {
 // run_chunked, into fresh 64-byte aligned tensors. So that every element takes the same
 // version here:
 // - the executor splits the range with the same run_chunked (same range, same grain, so the
-//   same chunks for the same thread count);
+//   same chunks for the same thread count: eager's own bits may change with the thread count,
+//   and the fused results change with them);
 // - tiles end at multiples of kTileElements (a multiple of every packet size) or at the end
 //   of the chunk, so a tile's packets are eager's packets and only a chunk's ends are scalar;
 // - a tile's destination starts at the address eager's output has modulo 64: outputs are
@@ -332,6 +333,7 @@ char* thread_scratch(size_t bytes) {
   thread_local size_t capacity = 0;
   if (capacity < bytes) {
     const size_t rounded = (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+    capacity = 0;
     buffer.reset(static_cast<char*>(std::aligned_alloc(kSlotAlignment, rounded)));
     STRATA_CHECK(buffer != nullptr, kWhere, " could not allocate ", rounded, " bytes of scratch memory");
     capacity = rounded;
