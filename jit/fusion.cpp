@@ -351,32 +351,49 @@ struct Executor {
   std::vector<C*> outputs;
   int64_t slot_stride = 0;  // elements between slots: a tile, its alignment offset, rounded
 
-  // Register r's data for the tile starting at `begin`, in this chunk's slots.
-  C* locate(int r, int64_t begin, C* slots) const {
+  // Where a register's data is: at base + begin for the tile starting at `begin` when it
+  // lives in a tensor, at base + begin % kLanes when it lives in a slot (Note [Matching eager
+  // bit for bit]). Resolved once per chunk, so a tile pays no lookups.
+  struct Operand {
+    C* base = nullptr;
+    bool in_tensor = false;
+    C* at(int64_t begin) const { return base + (in_tensor ? begin : begin % kLanes); }
+  };
+  struct ResolvedStep {
+    const FusedStep* step;
+    Operand lhs, rhs, out;
+  };
+
+  Operand resolve(int r, C* slots) const {
+    if (r < 0) return {};
     const Home home = plan.homes[r];
     switch (home.kind) {
-      case HomeKind::input: return const_cast<C*>(inputs[home.index]) + begin;
-      case HomeKind::output: return outputs[home.index] + begin;
+      case HomeKind::input: return {const_cast<C*>(inputs[home.index]), true};
+      case HomeKind::output: return {outputs[home.index], true};
       case HomeKind::slot: break;
     }
-    return slots + home.index * slot_stride + begin % kLanes;  // Note [Matching eager bit for bit]
+    return {slots + home.index * slot_stride, false};
   }
 
-  void run_tile(int64_t begin, int64_t end, C* slots) const {
+  void run_tile(const std::vector<ResolvedStep>& steps, const std::vector<std::pair<int, Operand>>& copies,
+                int64_t begin, int64_t end) const {
     const int64_t count = end - begin;
-    for (const FusedStep& step : program.steps) {
-      const C* y = step.rhs >= 0 ? locate(step.rhs, begin, slots) : nullptr;
-      run_step<C>(step, locate(step.lhs, begin, slots), y, locate(step.out, begin, slots), count);
-    }
-    for (const auto& [output, r] : plan.copies)
-      std::memcpy(outputs[output] + begin, locate(r, begin, slots), count * sizeof(C));
+    for (const ResolvedStep& resolved : steps)
+      run_step<C>(*resolved.step, resolved.lhs.at(begin), resolved.rhs.at(begin), resolved.out.at(begin), count);
+    for (const auto& [output, source] : copies) std::memcpy(outputs[output] + begin, source.at(begin), count * sizeof(C));
   }
 
   void run_chunk(int64_t chunk_begin, int64_t chunk_end) const {
     C* slots = reinterpret_cast<C*>(thread_scratch(plan.slot_count * slot_stride * sizeof(C)));
+    std::vector<ResolvedStep> steps;
+    steps.reserve(program.steps.size());
+    for (const FusedStep& step : program.steps)
+      steps.push_back({&step, resolve(step.lhs, slots), resolve(step.rhs, slots), resolve(step.out, slots)});
+    std::vector<std::pair<int, Operand>> copies;
+    for (const auto& [output, r] : plan.copies) copies.emplace_back(output, resolve(r, slots));
     for (int64_t begin = chunk_begin; begin < chunk_end;) {
       const int64_t end = std::min(chunk_end, (begin / kTileElements + 1) * kTileElements);
-      run_tile(begin, end, slots);
+      run_tile(steps, copies, begin, end);
       begin = end;
     }
   }
