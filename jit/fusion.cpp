@@ -60,9 +60,10 @@ namespace strata::jit::detail {
 // two streams at a time, and a * b + c * d - e over 16M floats ran at 0.8x eager's time, twice
 // a plain loop's. With 64-element tiles the five inputs advance together as in the plain loop,
 // and the fused program runs as fast as it (0.4x eager). The cost is a few cycles of dispatch
-// per step and tile, small next to 64 elements of exp or tanh. Non-temporal stores for the
-// outputs (no read of the lines written) were tried and measured no faster, so outputs are
-// written in place.
+// per step and tile (operands are resolved once per chunk), small next to 64 elements of exp or
+// tanh. Non-temporal stores for the outputs (no read of the lines written; computed into a
+// slot, then copied out) were tried and gained 0-5%, within the noise, so outputs are written
+// in place.
 constexpr int64_t kTileElements = 64;
 constexpr int64_t kSlotAlignment = 64;  // bytes; a multiple of every Eigen packet's alignment
 static_assert(kTileElements % (kSlotAlignment / sizeof(float)) == 0, "tiles end on packet boundaries");
