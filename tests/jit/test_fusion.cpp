@@ -1,0 +1,388 @@
+// Tests for jit/fusion.cpp: the fused elementwise executor against the eager ops, bit for bit,
+// across dtypes, sizes around the tile and thread-chunk boundaries, special values, programs
+// with several outputs, and its errors.
+#include "../test_util.h"
+
+#include <strata/jit/fusion.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace strata;
+using strata::jit::detail::FusedOp;
+using strata::jit::detail::FusedProgram;
+using strata::jit::detail::FusedStep;
+using strata::jit::detail::fused_op_for;
+using strata::jit::detail::run_fused;
+using strata::testing::expect_error;
+
+namespace {
+
+constexpr int64_t kTile = 64;      // kTileElements in jit/fusion.cpp
+constexpr int64_t kGrain = 32768;  // kDefaultGrainSize: the eager chunking
+
+// n values of `dtype`: mostly moderate values of both signs, with zeros, -0, large
+// magnitudes, infinities and NaN sprinkled in when `specials` (deterministic per seed).
+Tensor make_values(int64_t n, ScalarType dtype, uint64_t seed, bool specials = true) {
+  Tensor t = detail::make_empty({n}, kFloat64, kCPU);
+  double* data = t.data_ptr<double>();
+  uint64_t state = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::nan(""), 1e30, -1e30, 100.0, -100.0, 1e-30};
+  for (int64_t i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t bits = state >> 11;
+    const double unit = static_cast<double>(bits) / static_cast<double>(uint64_t{1} << 53);  // [0, 1)
+    if (specials && (bits & 31) == 0) data[i] = special[(bits >> 5) % 10];
+    else data[i] = (unit - 0.5) * 12.0;  // [-6, 6): where tanh, exp and sigmoid do real work
+  }
+  return t.to(kCPU, dtype);
+}
+
+// Note [NaN bits in fused results]
+// The results must be the eager ops' bits, except which NaN comes out of an add or mul of two
+// NaNs: x86 returns the first operand's NaN, and the compiler may swap the operands of a
+// commutative op in one loop and not in another (eager's own vector body and scalar tail may
+// differ too). So two NaNs compare equal whatever their sign and payload.
+template <class C, class Bits>
+int64_t first_difference_of(const Tensor& a, const Tensor& b) {
+  const C* p = a.data_ptr<C>();
+  const C* q = b.data_ptr<C>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    Bits x, y;
+    std::memcpy(&x, p + i, sizeof(C));
+    std::memcpy(&y, q + i, sizeof(C));
+    if (x != y && !(std::isnan(p[i]) && std::isnan(q[i]))) return i;
+  }
+  return -1;
+}
+
+// The first element whose bits differ (See Note [NaN bits in fused results]), or -1.
+int64_t first_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  REQUIRE(a.dtype() == b.dtype());
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  if (x.dtype() == kFloat32) return first_difference_of<float, uint32_t>(x, y);
+  return first_difference_of<double, uint64_t>(x, y);
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) { return first_difference(a, b) < 0; }
+
+// Element i of t with its bits, for messages.
+std::string describe(const Tensor& t, int64_t i) {
+  std::ostringstream out;
+  if (t.dtype() == kFloat32) {
+    uint32_t bits;
+    std::memcpy(&bits, t.data_ptr<float>() + i, sizeof(bits));
+    out << t.data_ptr<float>()[i] << " (0x" << std::hex << bits << ")";
+  } else {
+    uint64_t bits;
+    std::memcpy(&bits, t.data_ptr<double>() + i, sizeof(bits));
+    out << t.data_ptr<double>()[i] << " (0x" << std::hex << bits << ")";
+  }
+  return out.str();
+}
+
+// The program run as eager ops, one by one: the reference.
+tensor_list run_eager(const FusedProgram& program, const tensor_list& inputs) {
+  tensor_list registers(program.register_count);
+  for (int r = 0; r < program.input_count; ++r) registers[r] = inputs[r];
+  for (const FusedStep& step : program.steps) {
+    const Tensor& x = registers[step.lhs];
+    const Tensor y = step.rhs >= 0 ? registers[step.rhs] : Tensor();
+    Tensor& out = registers[step.out];
+    switch (step.op) {
+      case FusedOp::Add: out = add(x, y, step.alpha); break;
+      case FusedOp::Sub: out = sub(x, y, step.alpha); break;
+      case FusedOp::Mul: out = mul(x, y); break;
+      case FusedOp::Div: out = div(x, y); break;
+      case FusedOp::AddScalar: out = add(x, Scalar(step.scalar), step.alpha); break;
+      case FusedOp::SubScalar: out = sub(x, Scalar(step.scalar), step.alpha); break;
+      case FusedOp::MulScalar: out = mul(x, Scalar(step.scalar)); break;
+      case FusedOp::DivScalar: out = div(x, Scalar(step.scalar)); break;
+      case FusedOp::Neg: out = neg(x); break;
+      case FusedOp::Exp: out = exp(x); break;
+      case FusedOp::Log: out = log(x); break;
+      case FusedOp::Sqrt: out = sqrt(x); break;
+      case FusedOp::Tanh: out = tanh(x); break;
+      case FusedOp::Sigmoid: out = sigmoid(x); break;
+      case FusedOp::Relu: out = relu(x); break;
+      case FusedOp::Abs: out = abs(x); break;
+      case FusedOp::Sin: out = sin(x); break;
+      case FusedOp::Cos: out = cos(x); break;
+    }
+  }
+  tensor_list outputs;
+  for (int r : program.outputs) outputs.push_back(registers[r]);
+  return outputs;
+}
+
+// Runs the program fused and eagerly on fresh inputs of n elements and requires the same bits.
+void check_matches_eager(const FusedProgram& program, int64_t n, uint64_t seed = 1, bool specials = true) {
+  tensor_list inputs;
+  for (int i = 0; i < program.input_count; ++i) inputs.push_back(make_values(n, program.dtype, seed + i, specials));
+  const tensor_list expected = run_eager(program, inputs);
+  const tensor_list actual = run_fused(program, inputs);
+  REQUIRE(actual.size() == expected.size());
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const int64_t at = first_difference(actual[k], expected[k]);
+    INFO("dtype " << program.dtype << ", n = " << n << ", output " << k << ", first difference at " << at
+                  << (at >= 0 ? ": " + describe(actual[k], at) + " against " + describe(expected[k], at) : ""));
+    CHECK(same_bits(actual[k], expected[k]));
+    CHECK(actual[k].is_contiguous());
+  }
+}
+
+const FusedOp kUnaryOps[] = {FusedOp::Neg,     FusedOp::Exp,  FusedOp::Log, FusedOp::Sqrt, FusedOp::Tanh,
+                             FusedOp::Sigmoid, FusedOp::Relu, FusedOp::Abs, FusedOp::Sin,  FusedOp::Cos};
+
+// One program with every op: unary ops on a, the binary ops on (a, b), scalar ops with and
+// without alpha; every intermediate result is an output.
+FusedProgram every_op_program(ScalarType dtype) {
+  FusedProgram program;
+  program.input_count = 2;
+  program.dtype = dtype;
+  int next = 2;
+  auto emit = [&](FusedStep step) {
+    step.out = next++;
+    program.steps.push_back(step);
+    program.outputs.push_back(step.out);
+  };
+  for (FusedOp op : kUnaryOps) emit({op, 0});
+  for (FusedOp op : {FusedOp::Add, FusedOp::Sub, FusedOp::Mul, FusedOp::Div}) emit({op, 0, 1});
+  emit({FusedOp::Add, 0, 1, 0, 0.3});
+  emit({FusedOp::Sub, 0, 1, 0, -2.5});
+  emit({FusedOp::AddScalar, 0, -1, 0.1});
+  emit({FusedOp::AddScalar, 0, -1, 0.1, 0.7});
+  emit({FusedOp::SubScalar, 0, -1, 1e-3});
+  emit({FusedOp::SubScalar, 0, -1, 3.0, 1.0 / 3.0});
+  emit({FusedOp::MulScalar, 0, -1, 0.1});
+  emit({FusedOp::DivScalar, 0, -1, 3.0});
+  emit({FusedOp::DivScalar, 0, -1, 0.0});
+  program.register_count = next;
+  return program;
+}
+
+// Each Eigen-computed op into a register that lives in a scratch slot, then negated (exactly)
+// into an output: the slot must round like eager's output tensor.
+FusedProgram slot_program(ScalarType dtype) {
+  FusedProgram program;
+  program.input_count = 1;
+  program.dtype = dtype;
+  int next = 1;
+  for (FusedOp op : {FusedOp::Exp, FusedOp::Log, FusedOp::Tanh, FusedOp::Sigmoid, FusedOp::Sin, FusedOp::Cos}) {
+    program.steps.push_back({op, 0, -1, 0, 1, next});
+    program.steps.push_back({FusedOp::Neg, next, -1, 0, 1, next + 1});
+    program.outputs.push_back(next + 1);
+    next += 2;
+  }
+  program.register_count = next;
+  return program;
+}
+
+// y = tanh(y * 0.5 + 0.1), `rounds` times.
+FusedProgram tanh_chain(ScalarType dtype, int rounds) {
+  FusedProgram program;
+  program.input_count = 1;
+  program.dtype = dtype;
+  int y = 0;
+  for (int i = 0; i < rounds; ++i) {
+    const int base = 1 + 3 * i;
+    program.steps.push_back({FusedOp::MulScalar, y, -1, 0.5, 1, base});
+    program.steps.push_back({FusedOp::AddScalar, base, -1, 0.1, 1, base + 1});
+    program.steps.push_back({FusedOp::Tanh, base + 1, -1, 0, 1, base + 2});
+    y = base + 2;
+  }
+  program.register_count = y + 1;
+  program.outputs = {y};
+  return program;
+}
+
+// a * b + c * d - e.
+FusedProgram multiply_add_program(ScalarType dtype) {
+  FusedProgram program;
+  program.input_count = 5;
+  program.register_count = 9;
+  program.dtype = dtype;
+  program.steps = {{FusedOp::Mul, 0, 1, 0, 1, 5},
+                   {FusedOp::Mul, 2, 3, 0, 1, 6},
+                   {FusedOp::Add, 5, 6, 0, 1, 7},
+                   {FusedOp::Sub, 7, 4, 0, 1, 8}};
+  program.outputs = {8};
+  return program;
+}
+
+// Runs fn with `threads` threads, restoring the count afterwards.
+template <class Fn>
+void with_threads(int threads, Fn&& fn) {
+  const int previous = get_num_threads();
+  set_num_threads(threads);
+  try {
+    fn();
+  } catch (...) {
+    set_num_threads(previous);
+    throw;
+  }
+  set_num_threads(previous);
+}
+
+}  // namespace
+
+TEST_CASE("fusion: every op matches its eager kernel bit for bit") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{15}, int64_t{17}, int64_t{100},
+                      kTile - 1, kTile, kTile + 1, 3 * kTile + 5, int64_t{2049}, kGrain - 1, kGrain + 1,
+                      int64_t{1000003}})
+      for (const FusedProgram& program : {every_op_program(dtype), slot_program(dtype)})
+        check_matches_eager(program, n, static_cast<uint64_t>(n) + 7);
+  }
+}
+
+TEST_CASE("fusion: chains match the eager ops") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{100}, kTile + 1, int64_t{1000003}, int64_t{2097155}}) {
+      check_matches_eager(multiply_add_program(dtype), n);
+      check_matches_eager(tanh_chain(dtype, n <= 100 ? 100 : 3), n, 3);
+    }
+  }
+}
+
+TEST_CASE("fusion: chunks of several threads match the eager chunks") {
+  // With several threads the eager kernels split the range at offsets that are not multiples
+  // of a packet; the elements there take Eigen's scalar path, here as in eager.
+  for (int threads : {2, 3, 5}) {
+    with_threads(threads, [] {
+      for (ScalarType dtype : {kFloat32, kFloat64})
+        for (int64_t n : {2 * kGrain + 1, 3 * kGrain + 7, int64_t{1000003}})
+          for (const FusedProgram& program : {every_op_program(dtype), slot_program(dtype)})
+            check_matches_eager(program, n, static_cast<uint64_t>(n));
+    });
+  }
+}
+
+TEST_CASE("fusion: Scalar constants and alpha round as the eager conversion does") {
+  // Integral Scalars reach the kernels through to_double(); 2^60 + 1 rounds twice on its way to float.
+  const int64_t big = (int64_t{1} << 60) + 1;
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = make_values(1000, dtype, 11);
+    FusedProgram program;
+    program.input_count = 1;
+    program.register_count = 4;
+    program.dtype = dtype;
+    program.steps = {{FusedOp::MulScalar, 0, -1, Scalar(big).to_double(), 1, 1},
+                     {FusedOp::AddScalar, 0, -1, Scalar(int64_t{3}).to_double(), Scalar(int64_t{2}).to_double(), 2},
+                     {FusedOp::SubScalar, 0, -1, 0.1, 0.1, 3}};
+    program.outputs = {1, 2, 3};
+    const tensor_list actual = run_fused(program, {x});
+    CHECK(same_bits(actual[0], mul(x, Scalar(big))));
+    CHECK(same_bits(actual[1], add(x, Scalar(int64_t{3}), Scalar(int64_t{2}))));
+    CHECK(same_bits(actual[2], sub(x, 0.1, 0.1)));
+  }
+}
+
+TEST_CASE("fusion: outputs may repeat, name inputs, and be read by later steps") {
+  FusedProgram program;
+  program.input_count = 2;
+  program.register_count = 5;
+  program.dtype = kFloat32;
+  program.steps = {{FusedOp::Add, 0, 1, 0, 1, 2}, {FusedOp::Exp, 2, -1, 0, 1, 3}, {FusedOp::Mul, 2, 3, 0, 1, 4}};
+  program.outputs = {4, 2, 0, 2};
+  for (int64_t n : {int64_t{5}, kTile + 3}) {
+    check_matches_eager(program, n);
+    const Tensor a = make_values(n, kFloat32, 1);
+    const tensor_list outputs = run_fused(program, {a, make_values(n, kFloat32, 2)});
+    CHECK(outputs[2].data_ptr() != a.data_ptr());  // an input comes back as a copy
+    CHECK(outputs[1].data_ptr() != outputs[3].data_ptr());
+  }
+  program.outputs = {};
+  CHECK(run_fused(program, {make_values(3, kFloat32, 1), make_values(3, kFloat32, 2)}).empty());
+}
+
+TEST_CASE("fusion: outputs keep the inputs' shape") {
+  const Tensor a = make_values(24, kFloat64, 1).reshape({2, 3, 4});
+  FusedProgram program;
+  program.input_count = 1;
+  program.register_count = 2;
+  program.dtype = kFloat64;
+  program.steps = {{FusedOp::Sigmoid, 0, -1, 0, 1, 1}};
+  program.outputs = {1};
+  const Tensor out = run_fused(program, {a})[0];
+  CHECK(out.sizes() == IntArrayRef({2, 3, 4}));
+  CHECK(same_bits(out, sigmoid(a)));
+  const Tensor empty_input = detail::make_empty({0, 3}, kFloat64, kCPU);
+  CHECK(run_fused(program, {empty_input})[0].sizes() == IntArrayRef({0, 3}));
+}
+
+TEST_CASE("fusion: fused_op_for names the eager ops") {
+  CHECK(fused_op_for("strata::add.Tensor") == FusedOp::Add);
+  CHECK(fused_op_for("strata::sub.Scalar") == FusedOp::SubScalar);
+  CHECK(fused_op_for("strata::div.Tensor") == FusedOp::Div);
+  CHECK(fused_op_for("strata::tanh") == FusedOp::Tanh);
+  CHECK(fused_op_for("strata::sigmoid") == FusedOp::Sigmoid);
+  CHECK_FALSE(fused_op_for("strata::add_.Tensor").has_value());  // in place: not a pure op
+  CHECK_FALSE(fused_op_for("strata::matmul").has_value());
+  CHECK_FALSE(fused_op_for("tanh").has_value());
+  CHECK_FALSE(fused_op_for("").has_value());
+}
+
+TEST_CASE("fusion: bad inputs are errors naming the argument") {
+  const FusedProgram program = multiply_add_program(kFloat32);
+  auto inputs = [](int64_t n) {
+    tensor_list list;
+    for (int i = 0; i < 5; ++i) list.push_back(make_values(n, kFloat32, i));
+    return list;
+  };
+  tensor_list too_few = inputs(4);
+  too_few.resize(3);
+  expect_error<Error>([&] { run_fused(program, too_few); }, "[jit::run_fused]", {"expected 5 inputs", "got 3"});
+  tensor_list wrong_dtype = inputs(4);
+  wrong_dtype[2] = wrong_dtype[2].to(kCPU, kFloat64);
+  expect_error<Error>([&] { run_fused(program, wrong_dtype); }, "[jit::run_fused]", {"inputs[2]", "Float64"});
+  tensor_list wrong_shape = inputs(4);
+  wrong_shape[4] = make_values(5, kFloat32, 9);
+  expect_error<Error>([&] { run_fused(program, wrong_shape); }, "[jit::run_fused]", {"inputs[4]", "shape"});
+  tensor_list strided;
+  for (int i = 0; i < 5; ++i) strided.push_back(make_values(16, kFloat32, i).reshape({4, 4}));
+  strided[1] = strided[1].t();
+  expect_error<Error>([&] { run_fused(program, strided); }, "[jit::run_fused]", {"inputs[1]", "contiguous"});
+  tensor_list undefined = inputs(4);
+  undefined[0] = Tensor();
+  expect_error<Error>([&] { run_fused(program, undefined); }, "[jit::run_fused]", {"inputs[0]", "undefined"});
+}
+
+TEST_CASE("fusion: bad programs are errors naming the step") {
+  const tensor_list one = {make_values(4, kFloat32, 1)};
+  FusedProgram program;
+  program.input_count = 1;
+  program.register_count = 2;
+  program.dtype = kFloat32;
+  program.outputs = {1};
+  program.steps = {{FusedOp::Add, 0, 7, 0, 1, 1}};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"steps[0]", "add.Tensor", "rhs = 7"});
+  program.steps = {{FusedOp::Exp, 1, -1, 0, 1, 1}};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"steps[0]", "lhs = 1"});
+  program.steps = {{FusedOp::Exp, 0, 0, 0, 1, 1}};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"steps[0]", "rhs is 0"});
+  program.steps = {{FusedOp::Exp, 0, -1, 0, 1, 0}};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"writes register 0"});
+  program.steps = {{FusedOp::Exp, 0, -1, 0, 1, 1}, {FusedOp::Neg, 0, -1, 0, 1, 1}};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"steps[1]", "already wrote"});
+  program.steps = {};
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"program.outputs[0]"});
+  program.steps = {{FusedOp::MulScalar, 0, -1, 1e300, 1, 1}};
+  expect_error<ValueError>([&] { run_fused(program, one); }, "[jit::run_fused]", {"mul.Scalar", "overflow"});
+  program.steps = {{FusedOp::Add, 0, 0, 0, -1e39, 1}};
+  expect_error<ValueError>([&] { run_fused(program, one); }, "[jit::run_fused]", {"alpha", "overflow"});
+  program.steps = {{FusedOp::Add, 0, 0, 0, std::numeric_limits<double>::infinity(), 1}};
+  CHECK_NOTHROW(run_fused(program, one));  // inf converts, as in eager
+  program.dtype = kInt64;
+  expect_error<Error>([&] { run_fused(program, one); }, "[jit::run_fused]", {"program.dtype", "Int64"});
+  program.dtype = kFloat32;
+  program.input_count = 0;
+  expect_error<Error>([&] { run_fused(program, {}); }, "[jit::run_fused]", {"input_count"});
+}
