@@ -147,8 +147,32 @@ tensor_list Graph::run(const tensor_list& inputs) const {
   Replay replay{*this, traced, inputs.empty() ? traced : inputs[0].device(), {}, {}};
   replay.env.resize(values_.size());
   for (size_t i = 0; i < inputs.size(); ++i) replay.env[inputs_[i]] = inputs[i];
+  // Each value is released after its last use, as eager code drops its temporaries, so the
+  // allocator reuses their blocks at once.
+  std::vector<int> last_use(values_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (const Operand& input : nodes_[i].inputs) {
+      if (input.is_value()) last_use[input.value] = static_cast<int>(i);
+      for (int id : input.values)
+        if (id >= 0) last_use[id] = static_cast<int>(i);
+    }
+  for (int id : outputs_) last_use[id] = static_cast<int>(nodes_.size());
   Stack stack;
-  for (const Node& node : nodes_) replay.run_node(node, stack);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    replay.run_node(node, stack);
+    stack.clear();
+    for (const Operand& input : node.inputs) {
+      if (input.is_value() && last_use[input.value] == static_cast<int>(i)) replay.env[input.value] = Tensor();
+      for (int id : input.values)
+        if (id >= 0 && last_use[id] == static_cast<int>(i)) replay.env[id] = Tensor();
+    }
+    for (const Operand& output : node.outputs) {  // results nobody reads
+      if (output.is_value() && last_use[output.value] < 0) replay.env[output.value] = Tensor();
+      for (int id : output.values)
+        if (last_use[id] < 0) replay.env[id] = Tensor();
+    }
+  }
   tensor_list outputs;
   outputs.reserve(outputs_.size());
   for (int id : outputs_) outputs.push_back(replay.env[id]);
