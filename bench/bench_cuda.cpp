@@ -151,6 +151,33 @@ void BM_tiny_add_cpu(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
 }
 
+// A launch-bound model (issue 16): 100 x tanh(y * 0.5 + 0.1) on 8 floats, each call waited
+// for, eagerly and as one CUDA graph replay.
+tensor_list tanh_chain(const tensor_list& in) {
+  Tensor y = in[0];
+  for (int i = 0; i < 100; ++i) y = tanh(y * 0.5 + 0.1);
+  return {y};
+}
+
+void BM_tanh_chain_cuda_eager(benchmark::State& state) {
+  NoGradGuard no_grad;
+  const tensor_list inputs{ones({8}, TensorOptions().device(kCUDA))};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tanh_chain(inputs));
+    cuda::synchronize();
+  }
+}
+
+void BM_tanh_chain_cuda_graph(benchmark::State& state) {
+  NoGradGuard no_grad;
+  const tensor_list inputs{ones({8}, TensorOptions().device(kCUDA))};
+  const jit::CudaGraph captured(jit::trace(tanh_chain, inputs), inputs);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(captured.run(inputs));
+    cuda::synchronize();
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_matmul_strata)->ArgsProduct({{4096, 8192}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -162,6 +189,8 @@ BENCHMARK(BM_tiny_add_out_cuda_host_time);
 BENCHMARK(BM_tiny_empty_cuda_host_time);
 BENCHMARK(BM_tiny_runtime_call_reference);
 BENCHMARK(BM_tiny_add_cpu);
+BENCHMARK(BM_tanh_chain_cuda_eager)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_tanh_chain_cuda_graph)->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   if (!cuda::is_available()) {
@@ -179,5 +208,6 @@ int main(int argc, char** argv) {
   pairs.emplace_back("BM_tiny_add_cuda_host_time", "BM_tiny_runtime_call_reference");
   pairs.emplace_back("BM_tiny_add_out_cuda_host_time", "BM_tiny_runtime_call_reference");
   pairs.emplace_back("BM_tiny_empty_cuda_host_time", "BM_tiny_runtime_call_reference");
+  pairs.emplace_back("BM_tanh_chain_cuda_graph", "BM_tanh_chain_cuda_eager");
   return strata::bench::run_with_ratios(argc, argv, std::move(pairs));
 }

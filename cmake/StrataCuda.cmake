@@ -6,10 +6,10 @@
 # driver loads strata_cuda fine and sees "no device" (the hooks keep the runtime's reason for
 # error messages). strata::strata brings strata_cuda in: it is an interface link dependency of
 # strata, linked without --as-needed because nothing calls into it by name.
-# Its sources see every layer below (tensor, dispatch, autograd, ops) and cuda/ itself; its
+# Its sources see every layer below (tensor, dispatch, autograd, ops, jit) and cuda/ itself; its
 # headers are internal (not installed), so CUDA headers never reach public ones. Warnings are
 # errors in cuda/.
-strata_make_include_root(${STRATA_LAYER_ROOTS}/cuda tensor dispatch autograd ops cuda)
+strata_make_include_root(${STRATA_LAYER_ROOTS}/cuda tensor dispatch autograd ops jit cuda)
 
 file(GLOB strata_cuda_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/cuda/*.cpp ${CMAKE_SOURCE_DIR}/cuda/*.cu)
 add_library(strata_cuda SHARED ${strata_cuda_sources})

@@ -1,6 +1,7 @@
 // Graph: replay and the text form. See Note [Graph IR].
 #include <strata/jit/graph.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <sstream>
@@ -141,25 +142,31 @@ void check_inputs(const Graph& graph, const tensor_list& inputs) {
 
 }  // namespace
 
-tensor_list Graph::run(const tensor_list& inputs) const {
-  check_inputs(*this, inputs);
-  const Device traced = traced_device(*this);
-  Replay replay{*this, traced, inputs.empty() ? traced : inputs[0].device(), {}, {}};
-  replay.env.resize(values_.size());
-  for (size_t i = 0; i < inputs.size(); ++i) replay.env[inputs_[i]] = inputs[i];
+tensor_list Graph::run(const tensor_list& inputs) const { return detail::run_graph(*this, inputs, nullptr); }
+
+tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, tensor_list* kept) {
+  const std::vector<Node>& nodes = graph.nodes();
+  const std::vector<int>& graph_outputs = graph.outputs();
+  const std::vector<ValueInfo>& values = graph.values();
+  check_inputs(graph, inputs);
+  const Device traced = traced_device(graph);
+  Replay replay{graph, traced, inputs.empty() ? traced : inputs[0].device(), {}, {}};
+  replay.env.resize(values.size());
+  for (size_t i = 0; i < inputs.size(); ++i) replay.env[graph.inputs()[i]] = inputs[i];
   // Each value is released after its last use, as eager code drops its temporaries, so the
   // allocator reuses their blocks at once.
-  std::vector<int> last_use(values_.size(), -1);
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    for (const Operand& input : nodes_[i].inputs) {
+  std::vector<int> last_use(values.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Operand& input : nodes[i].inputs) {
       if (input.is_value()) last_use[input.value] = static_cast<int>(i);
       for (int id : input.values)
         if (id >= 0) last_use[id] = static_cast<int>(i);
     }
-  for (int id : outputs_) last_use[id] = static_cast<int>(nodes_.size());
+  for (int id : graph_outputs) last_use[id] = static_cast<int>(nodes.size());
+  if (kept != nullptr) std::fill(last_use.begin(), last_use.end(), static_cast<int>(nodes.size()));
   Stack stack;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& node = nodes_[i];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = nodes[i];
     replay.run_node(node, stack);
     stack.clear();
     for (const Operand& input : node.inputs) {
@@ -174,8 +181,11 @@ tensor_list Graph::run(const tensor_list& inputs) const {
     }
   }
   tensor_list outputs;
-  outputs.reserve(outputs_.size());
-  for (int id : outputs_) outputs.push_back(replay.env[id]);
+  outputs.reserve(graph_outputs.size());
+  for (int id : graph_outputs) outputs.push_back(replay.env[id]);
+  if (kept != nullptr)
+    for (Tensor& value : replay.env)
+      if (value.defined()) kept->push_back(std::move(value));
   return outputs;
 }
 

@@ -87,6 +87,12 @@ class Graph {
   int host_reads_ = 0;
 };
 
+namespace detail {
+// Graph::run; with `kept`, every value the run makes stays alive in it (a CUDA graph capture
+// needs its buffers to outlive the capture).
+tensor_list run_graph(const Graph& graph, const tensor_list& inputs, tensor_list* kept);
+}  // namespace detail
+
 // Traces `fn` on `example_inputs`: every dispatcher call it makes (built-in or custom ops, and
 // bare Function::apply calls) becomes a node. See Note [Tracing] in tracer.cpp.
 Graph trace(const std::function<tensor_list(const tensor_list&)>& fn, const tensor_list& example_inputs);

@@ -1,0 +1,26 @@
+#pragma once
+// Internal: how jit::CudaGraph reaches a backend's graph capture (CUDA Graphs), which lives in
+// the CUDA backend library and registers itself when that library loads.
+#include <strata/tensor/stream.h>
+
+namespace strata::jit::detail {
+
+class GraphCaptureBackend {
+ public:
+  virtual ~GraphCaptureBackend() = default;
+  // Starts recording the launches queued on `stream` (by this thread) instead of running them.
+  virtual void begin_capture(const Stream& stream) const = 0;
+  // Ends the recording and returns the instantiated, replayable graph.
+  virtual void* end_capture(const Stream& stream) const = 0;
+  // Ends a recording that failed, dropping what was recorded; never throws.
+  virtual void abort_capture(const Stream& stream) const noexcept = 0;
+  // Queues one replay of `graph` on `stream`.
+  virtual void replay(void* graph, const Stream& stream) const = 0;
+  virtual void destroy(void* graph) const noexcept = 0;
+};
+
+// Null until a backend registers (CPU-only builds, or before the CUDA library loads).
+const GraphCaptureBackend* graph_capture_backend();
+void set_graph_capture_backend(const GraphCaptureBackend* backend);
+
+}  // namespace strata::jit::detail
