@@ -17,3 +17,6 @@
 #include <strata/nn/checkpoint.h>
 #include <strata/nn/data.h>
 #include <strata/nn/progress.h>
+#ifdef STRATA_WITH_DIST  // defined by the strata::dist library; see cmake/StrataDist.cmake
+#include <strata/dist/dist.h>
+#endif
