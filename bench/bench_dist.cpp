@@ -5,6 +5,7 @@
 //   strata_all_reduce/<bytes>  dist::all_reduce (the dist::all_reduce_ op, MPI_Iallreduce and
 //                              the polling wait with its deadline) on a float32 tensor
 //   mpi_all_reduce/<bytes>     MPI_Allreduce in place on the same kind of buffer: the reference
+//   mpi_iallreduce/<bytes>     MPI_Iallreduce + MPI_Wait: what strata's path costs MPI itself
 //   ddp_mlp_step               one Adam step of the 784-256-10 MLP, batch 64 per rank, with
 //                              DistributedDataParallel (one gradient bucket)
 //   local_mlp_step             the same step without DDP or communication: the reference
@@ -36,6 +37,19 @@ void mpi_all_reduce(benchmark::State& state) {
   MPI_Barrier(MPI_COMM_WORLD);
   for (auto _ : state)
     MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+// MPI's non-blocking all-reduce, which strata's waits need (Note [Waiting with a deadline]).
+void mpi_iallreduce(benchmark::State& state) {
+  Tensor t = zeros({state.range(0) / 4});
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (auto _ : state) {
+    MPI_Request request;
+    MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
@@ -87,7 +101,9 @@ int main(int argc, char** argv) {
     const std::string suffix = "/" + std::to_string(bytes) + "/iterations:" + std::to_string(iterations_for(bytes));
     benchmark::RegisterBenchmark("strata_all_reduce", strata_all_reduce)->Arg(bytes)->Iterations(iterations_for(bytes));
     benchmark::RegisterBenchmark("mpi_all_reduce", mpi_all_reduce)->Arg(bytes)->Iterations(iterations_for(bytes));
+    benchmark::RegisterBenchmark("mpi_iallreduce", mpi_iallreduce)->Arg(bytes)->Iterations(iterations_for(bytes));
     pairs.emplace_back("strata_all_reduce" + suffix, "mpi_all_reduce" + suffix);
+    pairs.emplace_back("mpi_iallreduce" + suffix, "mpi_all_reduce" + suffix);
   }
   benchmark::RegisterBenchmark("ddp_mlp_step", ddp_mlp_step)->Iterations(300)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("local_mlp_step", local_mlp_step)->Iterations(300)->Unit(benchmark::kMicrosecond);

@@ -148,8 +148,9 @@ MPI_Op mpi_reduce_op(ReduceOp reduce, ScalarType dtype, const char* op) {
 // collective is therefore started non-blocking and finished here by polling MPI_Test, which
 // also drives MPI's progress, until it completes or timeout() passes; then strata::Error
 // names the op and the rank. The communicator returns errors (MPI_ERRORS_RETURN) rather than
-// aborting, so MPI's own failures become strata::Error too. Polling yields the core after a
-// short spin, so ranks that share cores (mpirun --oversubscribe) still make progress.
+// aborting, so MPI's own failures become strata::Error too. Polling spins, as MPI_Wait does
+// (yielding at once costs the rest of the time slice on a busy machine: half the bandwidth);
+// after 20 ms it yields the core between polls, so ranks that share cores still progress.
 void wait_request(MPI_Request& request, const char* op) {
   const auto start = std::chrono::steady_clock::now();
   const auto limit = dist::timeout();
@@ -161,11 +162,12 @@ void wait_request(MPI_Request& request, const char* op) {
     }
     if (done) return;
     if (spins % 64 == 63) {
-      if (std::chrono::steady_clock::now() - start > limit)
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > limit)
         strata::detail::throw_error<Error>("[", op, "] rank ", group().rank, " timed out after ", limit.count(),
                                            " ms waiting for the other ranks: a rank died, or did not call the "
                                            "same collective (set dist::set_timeout or STRATA_DIST_TIMEOUT)");
-      std::this_thread::yield();
+      if (waited > std::chrono::milliseconds(20)) std::this_thread::yield();  // a long wait: share the core
     }
   }
 }
@@ -200,12 +202,20 @@ int64_t finish_or_enqueue(PendingWork work, bool async_op) {
 
 }  // namespace detail
 
+// Note [Ring all-reduce]
+// Every collective runs non-blocking (Note [Waiting with a deadline]). Open MPI's MPI_Iallreduce
+// (its libnbc component) picks binomial or recursive-doubling algorithms that move large
+// buffers at about half the bandwidth of the blocking MPI_Allreduce; its ring algorithm matches
+// it (bench/bench_dist.cpp measures both). init() asks for the ring unless the environment
+// already chooses (OMPI_MCA_coll_libnbc_iallreduce_algorithm); other MPIs ignore the variable.
 void init() {
   detail::ProcessGroup& g = detail::group();
   if (g.initialized) return;
   int already = 0;
   MPI_Initialized(&already);
   if (!already) {
+    // See Note [Ring all-reduce]; a value the user set wins.
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
     int provided = 0;
     detail::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "dist::init");
     g.owns_mpi = true;

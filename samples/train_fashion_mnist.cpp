@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     const double test_accuracy = evaluate(model, test_set.data, test_set.target, device);
     curve.record(step, epoch, loss_sum / seen, test_accuracy);
     std::printf("epoch %d: train loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.1f s (%.0f images/s)\n",
-                epoch, loss_sum / seen, 100 * correct / seen, 100 * test_accuracy, seconds, seen / seconds);
+                epoch, loss_sum / seen, 100 * correct / seen, 100 * test_accuracy, seconds, seen * world_size / seconds);
   }
 
   if (!lead) return 0;
