@@ -174,6 +174,21 @@ void Reducer::State::mark_unused(const Tensor& output) {
   if (ready_count == params.size()) finish_step(params.size());
 }
 
+// Every rank must hold the same model: else the buckets' collectives would not match.
+void check_same_model_everywhere(const tensor_list& params) {
+  int64_t elements = 0;
+  for (const Tensor& p : params) elements += p.numel();
+  tensor_list all;
+  all_gather(all, tensor(std::vector<int64_t>{static_cast<int64_t>(params.size()), elements}));
+  const int64_t* first = all[0].data_ptr<int64_t>();
+  for (size_t r = 1; r < all.size(); ++r) {
+    const int64_t* other = all[r].data_ptr<int64_t>();
+    STRATA_CHECK_VALUE(other[0] == first[0] && other[1] == first[1], "[DistributedDataParallel] rank ", r, " has ",
+                       other[0], " parameters (", other[1], " elements) but rank 0 has ", first[0], " (", first[1],
+                       " elements): every rank must wrap the same model");
+  }
+}
+
 Reducer::Reducer(nn::Module& module, const DistributedDataParallelOptions& options) : state_(std::make_unique<State>()) {
   STRATA_CHECK_VALUE(options.bucket_cap_mb_ > 0, "[DistributedDataParallel] bucket_cap_mb must be positive, got ",
                      options.bucket_cap_mb_);
@@ -187,6 +202,7 @@ Reducer::Reducer(nn::Module& module, const DistributedDataParallelOptions& optio
     state.params.push_back(param);
     state.names.push_back(name);
   }
+  check_same_model_everywhere(state.params);
   {  // Every rank starts from rank 0's parameters and buffers.
     NoGradGuard no_grad;
     for (const Tensor& p : state.params) broadcast(p.detach(), 0);

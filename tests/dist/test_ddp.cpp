@@ -132,3 +132,11 @@ TEST_CASE("DistributedDataParallel: parameters without a gradient need find_unus
   strict_ddp.forward(ones({3, 4}));  // the error reset the step: evaluation without backward is fine
   strict_ddp.forward(ones({3, 4}));
 }
+
+TEST_CASE("DistributedDataParallel: every rank must wrap the same model") {
+  if (dist::world_size() < 2) return;
+  manual_seed(1);
+  nn::Sequential net = dist::rank() == 0 ? make_mlp(1) : nn::Sequential(nn::Linear(6, 3));
+  strata::testing::expect_error<ValueError>([&] { auto ddp = dist::DistributedDataParallel(net); }, "[DistributedDataParallel]",
+                                            {"rank 1 has 2 parameters (21 elements)", "rank 0 has 4 (163 elements)"});
+}
