@@ -26,6 +26,7 @@ TEST_CASE("process_group: a rank that does not join makes the others time out wi
   if (dist::world_size() < 2) return;
   const auto saved = dist::timeout();
   Tensor t = ones({4});
+  dist::barrier();  // both ranks start together, so rank 1's lateness is its sleep
   if (dist::rank() == 0) {
     dist::set_timeout(std::chrono::milliseconds(300));
     const auto start = std::chrono::steady_clock::now();
@@ -34,7 +35,7 @@ TEST_CASE("process_group: a rank that does not join makes the others time out wi
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     dist::set_timeout(saved);
   } else {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // late: rank 0 has given up
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // late: rank 0 has given up
     dist::all_reduce(t);  // completes rank 0's abandoned request
   }
   dist::barrier();
