@@ -18,3 +18,6 @@
 #include <strata/nn/data.h>
 #include <strata/nn/progress.h>
 #include <strata/jit/jit.h>
+#ifdef STRATA_WITH_DIST  // defined by the strata::dist library; see cmake/StrataDist.cmake
+#include <strata/dist/dist.h>
+#endif

@@ -59,12 +59,28 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, int64_t batch_siz
   STRATA_CHECK_VALUE(batch_size > 0, "[DataLoader] batch_size must be positive, got ", batch_size);
 }
 
+DataLoader::DataLoader(const Dataset& dataset, int64_t batch_size, Sampler& sampler, bool drop_last)
+    : DataLoader(std::shared_ptr<const Dataset>(&dataset, [](const Dataset*) {}), batch_size, sampler, drop_last) {}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, int64_t batch_size, Sampler& sampler, bool drop_last)
+    : DataLoader(std::move(dataset), batch_size, /*shuffle=*/false, drop_last) {
+  sampler_ = &sampler;
+}
+
 size_t DataLoader::size() const {
-  size_t examples = dataset_->size(), batch = static_cast<size_t>(batch_size_);
+  size_t examples = sampler_ ? sampler_->size() : dataset_->size(), batch = static_cast<size_t>(batch_size_);
   return drop_last_ ? examples / batch : (examples + batch - 1) / batch;
 }
 
 DataLoader::Iterator DataLoader::begin() {
+  if (sampler_) {
+    order_ = sampler_->epoch_indices();
+    const auto examples = static_cast<int64_t>(dataset_->size());
+    for (int64_t index : order_)
+      STRATA_CHECK_INDEX(index >= 0 && index < examples, "[DataLoader] the sampler gave index ", index,
+                         " for a dataset of ", examples, " examples");
+    return Iterator(this, 0);
+  }
   order_.resize(dataset_->size());
   std::iota(order_.begin(), order_.end(), int64_t{0});
   if (shuffle_ && order_.size() > 1) {  // Fisher-Yates with the generator manual_seed seeds

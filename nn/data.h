@@ -48,6 +48,16 @@ class TensorDataset : public Dataset {
   Tensor targets_;
 };
 
+// Chooses which examples an epoch visits, and in what order (data::DistributedSampler gives
+// each process of a data-parallel job its own shard). A DataLoader borrows its sampler and
+// asks it for a fresh order at each begin().
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual std::vector<int64_t> epoch_indices() = 0;  // indices into the dataset
+  virtual size_t size() const = 0;                   // how many epoch_indices() returns
+};
+
 // Batches of a dataset. A loader built from an lvalue borrows it (the dataset must outlive the
 // loader); one built from a temporary or a shared_ptr shares ownership.
 class DataLoader {
@@ -81,6 +91,9 @@ class DataLoader {
   DataLoader(D&& dataset, int64_t batch_size, bool shuffle = false, bool drop_last = false)
       : DataLoader(std::shared_ptr<const Dataset>(std::make_shared<std::remove_cvref_t<D>>(std::move(dataset))),
                    batch_size, shuffle, drop_last) {}
+  // Batches in the order `sampler` gives (it must outlive the loader and index this dataset).
+  DataLoader(const Dataset& dataset, int64_t batch_size, Sampler& sampler, bool drop_last = false);
+  DataLoader(std::shared_ptr<const Dataset> dataset, int64_t batch_size, Sampler& sampler, bool drop_last = false);
 
   // Starts an epoch: with shuffle, a fresh permutation drawn from the global generator
   // (reproducible after manual_seed).
@@ -97,6 +110,7 @@ class DataLoader {
   int64_t batch_size_;
   bool shuffle_;
   bool drop_last_;
+  Sampler* sampler_ = nullptr;  // borrowed; null: every example, shuffled or not
   std::vector<int64_t> order_;  // this epoch's example order
 };
 

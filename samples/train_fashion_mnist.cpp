@@ -5,6 +5,7 @@
 //   ./build/samples/train_fashion_mnist                 # MLP, 5 epochs (what ./setup.sh runs)
 //   ./build/samples/train_fashion_mnist --model cnn --epochs 2
 //   ./build/samples/train_fashion_mnist --device cuda   # on the GPU, the same loop
+//   mpirun -np 2 ./build/samples/train_fashion_mnist --ddp   # data-parallel, one process per rank
 //   ./build/samples/train_fashion_mnist --help
 //
 // What it shows:
@@ -19,6 +20,10 @@
 //      the optimizer is built, and each batch with to(device).
 //   5. A checkpoint (model and optimizer state, safetensors) written after training, loaded
 //      into a fresh model that must score the same.
+//   6. Data-parallel training with --ddp under mpirun (builds with MPI only): each rank trains
+//      a replica on its own shard (data::DistributedSampler, reshuffled per epoch with
+//      set_epoch), dist::DistributedDataParallel averages the gradients during backward, and
+//      rank 0 alone prints, evaluates and writes the checkpoint.
 #include <strata/strata.h>
 
 #include <chrono>
@@ -26,7 +31,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <functional>
+#include <optional>
 #include <string>
+#include <thread>
 
 using namespace strata;
 
@@ -41,16 +49,18 @@ struct Settings {
   std::string out_dir = "fashion_mnist_out";
   uint64_t seed = 0;
   std::string device = "cpu";
+  bool ddp = false;
 };
 
 void usage(const char* program) {
   std::printf(
       "usage: %s [--model mlp|cnn] [--epochs N] [--batch-size N] [--lr X] [--data DIR] [--out DIR] [--seed N]\n"
-      "          [--device cpu|cuda]\n"
+      "          [--device cpu|cuda] [--ddp]\n"
       "  defaults: --model mlp --epochs 5 --batch-size 64 --lr 0.001\n"
       "            --data /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)\n"
-      "            --out fashion_mnist_out (loss curve CSV/SVG and the checkpoint)\n",
-      program);
+      "            --out fashion_mnist_out (loss curve CSV/SVG and the checkpoint)\n"
+      "  --ddp: data-parallel over MPI, e.g. mpirun -np 2 %s --ddp (--batch-size is per rank)\n",
+      program, program);
 }
 
 Settings parse(int argc, char** argv) {
@@ -60,6 +70,10 @@ Settings parse(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       usage(argv[0]);
       std::exit(0);
+    }
+    if (flag == "--ddp") {
+      settings.ddp = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "%s: %s needs a value\n", argv[0], flag.c_str());
@@ -118,11 +132,25 @@ double evaluate(nn::Sequential& model, const Tensor& images, const Tensor& label
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
   manual_seed(settings.seed);
-  std::filesystem::create_directories(settings.out_dir);
+  int world_size = 1;
+  bool lead = true;  // rank 0 prints, evaluates and writes files
+  if (settings.ddp) {
+#ifdef STRATA_WITH_DIST
+    dist::init();
+    world_size = dist::world_size();
+    lead = dist::rank() == 0;
+    set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_size));
+#else
+    std::fprintf(stderr, "--ddp: this build has no MPI (install libopenmpi-dev and rebuild)\n");
+    return 2;
+#endif
+  }
+  if (!lead) std::cout.setstate(std::ios::badbit);  // the other ranks train quietly
+  if (lead) std::filesystem::create_directories(settings.out_dir);
 
   data::Example train_set = data::load_mnist(settings.data_dir, /*train=*/true);
   data::Example test_set = data::load_mnist(settings.data_dir, /*train=*/false);
-  std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
+  if (lead) std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
               static_cast<long long>(train_set.data.size(0)), static_cast<long long>(test_set.data.size(0)),
               settings.data_dir.c_str());
 
@@ -141,8 +169,21 @@ int main(int argc, char** argv) {
   for (const Tensor& p : model.parameters()) parameter_count += p.numel();
   std::cout << "model (" << parameter_count << " parameters):\n" << model << "\n";
 
+  if (settings.ddp) std::cout << "data-parallel over " << world_size << " ranks, batch " << settings.batch_size
+                              << " per rank\n";
+  std::function<Tensor(const Tensor&)> forward = [&](const Tensor& x) { return model.forward(x); };
   data::TensorDataset dataset(train_set.data, train_set.target);
   data::DataLoader loader(dataset, settings.batch_size, /*shuffle=*/true, /*drop_last=*/false);
+#ifdef STRATA_WITH_DIST
+  std::optional<data::DistributedSampler> sampler;
+  std::optional<dist::DistributedDataParallel<nn::Sequential>> ddp;
+  if (settings.ddp) {
+    sampler.emplace(dataset.size(), std::nullopt, std::nullopt, /*shuffle=*/true, settings.seed);
+    loader = data::DataLoader(dataset, settings.batch_size, *sampler);
+    ddp.emplace(model);  // every rank starts from rank 0's parameters
+    forward = [&](const Tensor& x) { return ddp->forward(x); };
+  }
+#endif
   optim::Adam adam(model.parameters(), optim::AdamOptions(settings.lr));
   optim::CosineAnnealingLR schedule(adam, settings.epochs);
   LossCurve curve;
@@ -150,15 +191,18 @@ int main(int argc, char** argv) {
   int64_t step = 0;
   double seconds_total = 0;
   for (int epoch = 1; epoch <= settings.epochs; ++epoch) {
+#ifdef STRATA_WITH_DIST
+    if (sampler) sampler->set_epoch(epoch);
+#endif
     ProgressBar progress(static_cast<int64_t>(loader.size()),
                          "epoch " + std::to_string(epoch) + "/" + std::to_string(settings.epochs),
-                         {.examples_per_step = settings.batch_size});
+                         {.out = &std::cout, .examples_per_step = settings.batch_size * world_size});
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, correct = 0, seen = 0, recent_loss = 0;
     int64_t recent_steps = 0;
     for (auto& [host_images, host_labels] : loader) {
       const Tensor images = host_images.to(device), labels = host_labels.to(device);
-      Tensor logits = model.forward(images);
+      Tensor logits = forward(images);
       Tensor loss = cross_entropy(logits, labels);
       adam.zero_grad();
       loss.backward();
@@ -182,12 +226,14 @@ int main(int argc, char** argv) {
     schedule.step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     seconds_total += seconds;
+    if (!lead) continue;
     const double test_accuracy = evaluate(model, test_set.data, test_set.target, device);
     curve.record(step, epoch, loss_sum / seen, test_accuracy);
     std::printf("epoch %d: train loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.1f s (%.0f images/s)\n",
-                epoch, loss_sum / seen, 100 * correct / seen, 100 * test_accuracy, seconds, seen / seconds);
+                epoch, loss_sum / seen, 100 * correct / seen, 100 * test_accuracy, seconds, seen * world_size / seconds);
   }
 
+  if (!lead) return 0;
   const std::string csv = settings.out_dir + "/loss_curve.csv", svg = settings.out_dir + "/loss_curve.svg";
   curve.write_csv(csv);
   curve.write_svg(svg, "Fashion-MNIST, " + settings.model + ": training loss and test accuracy");

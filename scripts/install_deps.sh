@@ -6,6 +6,7 @@
 set -euo pipefail
 packages=(build-essential cmake ccache libeigen3-dev doctest-dev libbenchmark-dev zlib1g-dev libdlpack-dev
           libopenblas-openmp-dev  # CPU matmul (STRATA_BLAS; Eigen serves without it)
+          libopenmpi-dev openmpi-bin  # dist/: data-parallel training (STRATA_DIST; left out without it)
           dataset-fashion-mnist)  # the flagship sample's data, under /usr/share/datasets
 for arg in "$@"; do
   case "$arg" in

@@ -124,6 +124,36 @@ TEST_CASE("data: DataLoader batches in order without shuffle") {
   expect_error<ValueError>([&] { data::DataLoader(ds, 0); }, "[DataLoader]", {"batch_size", "0"});
 }
 
+// Visits the examples given at construction, in reverse each epoch after the first.
+struct ListSampler : data::Sampler {
+  explicit ListSampler(std::vector<int64_t> order) : order(std::move(order)) {}
+  std::vector<int64_t> epoch_indices() override {
+    if (epochs++ > 0) std::reverse(order.begin(), order.end());
+    return order;
+  }
+  size_t size() const override { return order.size(); }
+  std::vector<int64_t> order;
+  int epochs = 0;
+};
+
+TEST_CASE("data: a DataLoader with a sampler batches the sampler's indices, asking at each epoch") {
+  data::TensorDataset ds(arange(10, kInt64).reshape({5, 2}), arange(5, kInt64));
+  ListSampler sampler({4, 0, 2});
+  data::DataLoader loader(ds, 2, sampler);
+  CHECK(loader.size() == 2);
+  std::vector<std::vector<int64_t>> targets;
+  for (auto& [xb, yb] : loader) targets.push_back(int64_values(yb));
+  CHECK(targets == std::vector<std::vector<int64_t>>{{4, 0}, {2}});
+  targets.clear();
+  for (auto& [xb, yb] : loader) targets.push_back(int64_values(yb));
+  CHECK(targets == std::vector<std::vector<int64_t>>{{2, 0}, {4}});
+  data::DataLoader dropping(ds, 2, sampler, /*drop_last=*/true);
+  CHECK(dropping.size() == 1);
+  ListSampler bad({1, 5});
+  data::DataLoader out_of_range(ds, 2, bad);
+  expect_error<IndexError>([&] { out_of_range.begin(); }, "[DataLoader]", {"index 5", "5 examples"});
+}
+
 TEST_CASE("data: shuffled epochs are permutations, new each epoch, reproducible by seed") {
   data::TensorDataset ds(arange(100, kInt64).reshape({50, 2}), arange(50, kInt64));
   data::DataLoader loader(ds, 8, true);

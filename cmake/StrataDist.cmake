@@ -1,0 +1,25 @@
+# Note [The dist library]
+# dist/ is a library of its own, strata_dist, above nn/ and using only the public API (see
+# DESIGN.md): the core library never links MPI, so a build without MPI, or a program that
+# does not train in parallel, is unchanged. strata_dist defines STRATA_WITH_DIST for whatever
+# links it, and strata.h then includes <strata/dist/dist.h>. MPI stays out of dist's headers.
+file(GLOB strata_dist_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/dist/*.cpp)
+add_library(strata_dist SHARED ${strata_dist_sources})
+add_library(strata::dist ALIAS strata_dist)
+target_include_directories(strata_dist PUBLIC
+  $<BUILD_INTERFACE:${STRATA_BUILD_INCLUDE}>
+  $<INSTALL_INTERFACE:include>)
+target_link_libraries(strata_dist PUBLIC strata PRIVATE $<BUILD_INTERFACE:strata_flags> MPI::MPI_CXX)
+target_compile_options(strata_dist PRIVATE -Wall -Wextra)
+target_compile_definitions(strata_dist PUBLIC STRATA_WITH_DIST)
+set_target_properties(strata_dist PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0 EXPORT_NAME dist)
+set(STRATA_DIST_TARGETS strata_dist)
+list(APPEND STRATA_HEADER_DIRS dist)
+
+# Tests of dist/ run as ranks of one MPI job (tests/dist/): mpirun and the flags it needs here.
+# Open MPI refuses to run as root unless told (CI machines run as root), and its shared-memory
+# transport's single-copy mode (process_vm_readv) fails in containers that forbid ptrace: the
+# tests' messages are small, so they copy through shared memory instead.
+find_program(STRATA_MPIEXEC NAMES ${MPIEXEC_EXECUTABLE} mpiexec mpirun)
+set(STRATA_MPI_ENVIRONMENT OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    OMPI_MCA_btl_vader_single_copy_mechanism=none)
