@@ -72,15 +72,17 @@ void Reducer::State::build_buckets() {
   slot_of.assign(params.size(), 0);
   std::vector<int64_t> sizes;  // elements per bucket
   std::vector<ScalarType> dtypes;
+  std::vector<Device> devices;
   for (size_t i = params.size(); i-- > 0;) {
     const Tensor& p = params[i];
     const auto element = static_cast<int64_t>(element_size(p.dtype()));
-    const bool fits = !buckets.empty() && dtypes.back() == p.dtype() &&
+    const bool fits = !buckets.empty() && dtypes.back() == p.dtype() && devices.back() == p.device() &&
                       (sizes.back() + p.numel()) * element <= cap;
     if (!fits) {
       buckets.emplace_back();
       sizes.push_back(0);
       dtypes.push_back(p.dtype());
+      devices.push_back(p.device());
     }
     Bucket& bucket = buckets.back();
     bucket_of[i] = buckets.size() - 1;
@@ -89,7 +91,8 @@ void Reducer::State::build_buckets() {
     bucket.offsets.push_back(sizes.back());
     sizes.back() += p.numel();
   }
-  for (size_t b = 0; b < buckets.size(); ++b) buckets[b].flat = zeros({sizes[b]}, dtypes[b]);
+  for (size_t b = 0; b < buckets.size(); ++b)
+    buckets[b].flat = zeros({sizes[b]}, TensorOptions().dtype(dtypes[b]).device(devices[b]));
 }
 
 void Reducer::State::reset_step() {
@@ -197,8 +200,14 @@ Reducer::Reducer(nn::Module& module, const DistributedDataParallelOptions& optio
   state.module = &module;
   for (auto& [name, param] : module.named_parameters()) {
     if (!param.requires_grad()) continue;
+#ifdef STRATA_DIST_WITH_NCCL
+    STRATA_CHECK_VALUE(param.device().type() == kCPU || param.device().type() == kCUDA,
+                       "[DistributedDataParallel] parameter '", name, "' is on ", param.device(),
+                       "; CPU (MPI) and CUDA (NCCL) parameters are supported");
+#else
     STRATA_CHECK_VALUE(param.device().type() == kCPU, "[DistributedDataParallel] parameter '", name, "' is on ",
-                       param.device(), "; only CPU parameters are supported (collectives run over MPI)");
+                       param.device(), "; only CPU parameters are supported (this strata has no NCCL)");
+#endif
     state.params.push_back(param);
     state.names.push_back(name);
   }
