@@ -36,9 +36,9 @@ namespace {
 // Note [Replay on another device]
 // A graph traced on one device may run on another (a CPU trace replayed on Meta infers every
 // shape of a model without data): all inputs must then share that device, captured constant
-// tensors are copied to it for the run, and Device constants naming the traced device name the
-// new one. Parameters copied this way are not the module's parameters: to train on a device,
-// trace there.
+// tensors are copied to it for the run, and Device constants naming the traced device (or no
+// device: the default) name the new one. Parameters copied this way are not the module's
+// parameters: to train on a device, trace there.
 struct Replay {
   const Graph& graph;
   Device traced;
@@ -91,6 +91,15 @@ struct Replay {
     }
   }
 
+  // A creation op traced with no device (`zeros({3})`: the default, the CPU) makes its tensor
+  // on the device the graph now runs on.
+  void default_device_to_target(const Node& node, Stack& stack) const {
+    const FunctionSchema& schema = node.handle.schema();
+    for (size_t i = 0; i < stack.size() && i < schema.arguments.size(); ++i)
+      if (schema.arguments[i].type.base == BaseType::Device && !schema.arguments[i].type.is_list && stack[i].is_none())
+        stack[i] = IValue(target);
+  }
+
   void run_node(const Node& node, Stack& stack) {
     if (node.op == "prim::Constant") {
       env[node.outputs[0].value] = constant(node.inputs[0].constant).to_tensor();
@@ -107,6 +116,7 @@ struct Replay {
     }
     stack.clear();
     for (const Operand& input : node.inputs) stack.push_back(operand(input));
+    if (moving()) default_device_to_target(node, stack);
     node.handle.call_boxed(stack);
     STRATA_CHECK(stack.size() == node.outputs.size(), "[jit::Graph::run] ", node.op, " returned ", stack.size(),
                  " values where the trace saw ", node.outputs.size());

@@ -200,6 +200,12 @@ TEST_CASE("jit::Graph::run: on Meta, a CPU trace infers every shape without data
   tensor_list out = g.run({x});
   CHECK(out[0].device().is_meta());
   CHECK(out[0].sizes() == IntArrayRef{3});
+  // Creation ops traced with the default device follow the graph to Meta.
+  auto with_zeros = [](const tensor_list& in) -> tensor_list { return {in[0] + zeros({4}) + ones({4}, kFloat32)}; };
+  jit::Graph made = jit::trace(with_zeros, {randn({4})});
+  Tensor shaped = made.run({empty({4}, TensorOptions().device(kMeta))})[0];
+  CHECK(shaped.device().is_meta());
+  CHECK(shaped.sizes() == IntArrayRef{4});
 }
 
 TEST_CASE("jit::Graph::run: inputs of another count, dtype, rank or device are clear errors") {
