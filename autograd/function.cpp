@@ -91,7 +91,6 @@ void AutogradContext::save_for_backward(std::initializer_list<Tensor> tensors) {
   to_save_ = SmallVector<Tensor, 2>(tensors);
 }
 
-
 tensor_list AutogradContext::get_saved_variables() const {
   tensor_list result;
   result.reserve(saved_.size());

@@ -8,19 +8,9 @@
 #include <strata/dist/mpi_runtime.h>
 #include <strata/ops/ops.h>
 
-namespace strata::dist {
-namespace {
+namespace strata::dist::detail {
 
-// Note [Collectives as ops]
-// Each collective is an in-place op of the `dist` namespace, registered per key like any
-// strata op: dist::all_reduce_(Tensor(a!) self, int op, bool async_op) -> int. The CPU kernel
-// starts the MPI collective; the Meta kernel checks the arguments and communicates nothing;
-// the Autograd kernel runs the backend kernel (collectives have no derivative here, and the
-// dispatcher refuses in-place changes to leaves that require grad, as for every in-place op).
-// A CUDA kernel (NCCL) would register under the CUDA key. The op returns the id of the work
-// in flight (0 once complete), which dist::Work waits on: the dispatcher passes only schema
-// types, so the handle travels as an int.
-
+// The argument checks every backend's kernels share (declared in mpi_runtime.h).
 ReduceOp checked_reduce_op(int64_t op, ScalarType dtype, const char* name) {
   STRATA_CHECK_VALUE(op >= 0 && op <= 3, "[", name, "] op must be a dist::ReduceOp (0 to 3), got ", op);
   auto reduce = static_cast<ReduceOp>(op);
@@ -29,14 +19,6 @@ ReduceOp checked_reduce_op(int64_t op, ScalarType dtype, const char* name) {
   return reduce;
 }
 
-int checked_count(const Tensor& t, const char* name) {
-  STRATA_CHECK_VALUE(t.numel() <= INT32_MAX, "[", name, "] tensors of more than 2^31 - 1 elements are not supported, got ",
-                     t.numel());
-  return static_cast<int>(t.numel());
-}
-
-// Each of `list` (named `what`) must have `like`'s shape and dtype, and there must be
-// world_size() of them.
 void check_per_rank_list(const tensor_list& list, const Tensor& like, const char* what, const char* name) {
   const auto ranks = static_cast<size_t>(world_size());
   STRATA_CHECK_VALUE(list.size() == ranks, "[", name, "] ", what, " must hold one tensor per rank (", ranks,
@@ -46,7 +28,36 @@ void check_per_rank_list(const tensor_list& list, const Tensor& like, const char
     STRATA_CHECK_VALUE(list[r].sizes() == like.sizes() && list[r].dtype() == like.dtype(), "[", name, "] ", what, "[",
                        r, "] has shape ", list[r].sizes(), " and dtype ", list[r].dtype(), " but the tensor has shape ",
                        like.sizes(), " and dtype ", like.dtype());
+    STRATA_CHECK_VALUE(list[r].device() == like.device(), "[", name, "] ", what, "[", r, "] is on ", list[r].device(),
+                       " but the tensor is on ", like.device());
   }
+}
+
+void check_root(int64_t root, const char* name) {
+  check_initialized(name);
+  STRATA_CHECK_VALUE(root >= 0 && root < world_size(), "[", name, "] root must be a rank in [0, ", world_size(),
+                     "), got ", root);
+}
+
+}  // namespace strata::dist::detail
+
+namespace strata::dist {
+namespace {
+
+// Note [Collectives as ops]
+// Each collective is an in-place op of the `dist` namespace, registered per key like any
+// strata op: dist::all_reduce_(Tensor(a!) self, int op, bool async_op) -> int. The CPU kernel
+// starts the MPI collective; the Meta kernel checks the arguments and communicates nothing;
+// the Autograd kernel runs the backend kernel (collectives have no derivative here, and the
+// dispatcher refuses in-place changes to leaves that require grad, as for every in-place op).
+// CUDA kernels (NCCL, dist/nccl.cpp) register under the CUDA key. The op returns the id of the work
+// in flight (0 once complete), which dist::Work waits on: the dispatcher passes only schema
+// types, so the handle travels as an int.
+
+int checked_count(const Tensor& t, const char* name) {
+  STRATA_CHECK_VALUE(t.numel() <= INT32_MAX, "[", name, "] tensors of more than 2^31 - 1 elements are not supported, got ",
+                     t.numel());
+  return static_cast<int>(t.numel());
 }
 
 // A contiguous tensor MPI can use in place of `t`, and the completion that copies it back.
@@ -71,7 +82,7 @@ int64_t start(detail::PendingWork work, int code, bool async_op) {
 int64_t all_reduce_cpu(const Tensor& self, int64_t op, bool async_op) {
   const char* name = "dist::all_reduce";
   detail::check_initialized(name);
-  ReduceOp reduce = checked_reduce_op(op, self.dtype(), name);
+  ReduceOp reduce = detail::checked_reduce_op(op, self.dtype(), name);
   Tensor buffer = contiguous_buffer(self);
   detail::PendingWork work{MPI_REQUEST_NULL, {self, buffer}, finish_in_place(self, buffer, reduce), name};
   auto lock = detail::lock_mpi();
@@ -83,21 +94,15 @@ int64_t all_reduce_cpu(const Tensor& self, int64_t op, bool async_op) {
 }
 
 int64_t all_reduce_meta(const Tensor& self, int64_t op, bool /*async_op*/) {
-  checked_reduce_op(op, self.dtype(), "dist::all_reduce");
+  detail::checked_reduce_op(op, self.dtype(), "dist::all_reduce");
   return 0;
 }
 
 // ---- broadcast -----------------------------------------------------------------------------
 
-void check_root(int64_t root, const char* name) {
-  detail::check_initialized(name);
-  STRATA_CHECK_VALUE(root >= 0 && root < world_size(), "[", name, "] root must be a rank in [0, ", world_size(),
-                     "), got ", root);
-}
-
 int64_t broadcast_cpu(const Tensor& self, int64_t root, bool async_op) {
   const char* name = "dist::broadcast";
-  check_root(root, name);
+  detail::check_root(root, name);
   Tensor buffer = contiguous_buffer(self);
   detail::PendingWork work{MPI_REQUEST_NULL, {self, buffer}, finish_in_place(self, buffer, ReduceOp::Sum), name};
   auto lock = detail::lock_mpi();
@@ -108,7 +113,7 @@ int64_t broadcast_cpu(const Tensor& self, int64_t root, bool async_op) {
 }
 
 int64_t broadcast_meta(const Tensor& /*self*/, int64_t root, bool /*async_op*/) {
-  check_root(root, "dist::broadcast");
+  detail::check_root(root, "dist::broadcast");
   return 0;
 }
 
@@ -117,7 +122,7 @@ int64_t broadcast_meta(const Tensor& /*self*/, int64_t root, bool /*async_op*/) 
 int64_t all_gather_cpu(const tensor_list& outputs, const Tensor& self, bool async_op) {
   const char* name = "dist::all_gather";
   detail::check_initialized(name);
-  check_per_rank_list(outputs, self, "outputs", name);
+  detail::check_per_rank_list(outputs, self, "outputs", name);
   Tensor input = self.contiguous();
   Tensor gathered = empty({world_size() * self.numel()}, self.dtype());
   auto copy_out = [outputs, gathered, numel = self.numel()] {
@@ -138,7 +143,7 @@ int64_t all_gather_cpu(const tensor_list& outputs, const Tensor& self, bool asyn
 
 int64_t all_gather_meta(const tensor_list& outputs, const Tensor& self, bool /*async_op*/) {
   detail::check_initialized("dist::all_gather");
-  check_per_rank_list(outputs, self, "outputs", "dist::all_gather");
+  detail::check_per_rank_list(outputs, self, "outputs", "dist::all_gather");
   return 0;
 }
 
@@ -147,8 +152,8 @@ int64_t all_gather_meta(const tensor_list& outputs, const Tensor& self, bool /*a
 int64_t reduce_scatter_cpu(const Tensor& output, const tensor_list& inputs, int64_t op, bool async_op) {
   const char* name = "dist::reduce_scatter";
   detail::check_initialized(name);
-  ReduceOp reduce = checked_reduce_op(op, output.dtype(), name);
-  check_per_rank_list(inputs, output, "inputs", name);
+  ReduceOp reduce = detail::checked_reduce_op(op, output.dtype(), name);
+  detail::check_per_rank_list(inputs, output, "inputs", name);
   tensor_list flat;
   for (const Tensor& input : inputs) flat.push_back(input.reshape({-1}));
   Tensor packed = cat(flat, 0);
@@ -165,9 +170,9 @@ int64_t reduce_scatter_cpu(const Tensor& output, const tensor_list& inputs, int6
 }
 
 int64_t reduce_scatter_meta(const Tensor& output, const tensor_list& inputs, int64_t op, bool /*async_op*/) {
-  checked_reduce_op(op, output.dtype(), "dist::reduce_scatter");
+  detail::checked_reduce_op(op, output.dtype(), "dist::reduce_scatter");
   detail::check_initialized("dist::reduce_scatter");
-  check_per_rank_list(inputs, output, "inputs", "dist::reduce_scatter");
+  detail::check_per_rank_list(inputs, output, "inputs", "dist::reduce_scatter");
   return 0;
 }
 

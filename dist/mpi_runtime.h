@@ -17,6 +17,12 @@ MPI_Comm communicator();
 // Serialises MPI calls: hooks, waits and user threads may all reach MPI.
 std::unique_lock<std::mutex> lock_mpi();
 
+// Argument checks shared by the CPU (MPI) and CUDA (NCCL) kernels, throwing "[name] ...".
+ReduceOp checked_reduce_op(int64_t op, ScalarType dtype, const char* name);
+// `list` (called `what`) holds world_size() tensors of `like`'s shape, dtype and device.
+void check_per_rank_list(const tensor_list& list, const Tensor& like, const char* what, const char* name);
+void check_root(int64_t root, const char* name);
+
 MPI_Datatype mpi_datatype(ScalarType dtype, const char* op);
 MPI_Op mpi_reduce_op(ReduceOp reduce, ScalarType dtype, const char* op);
 

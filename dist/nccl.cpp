@@ -76,10 +76,7 @@ ncclDataType_t nccl_datatype(ScalarType dtype, const char* op) {
 }
 
 ncclRedOp_t nccl_reduce_op(int64_t op, ScalarType dtype, const char* name) {
-  STRATA_CHECK_VALUE(op >= 0 && op <= 3, "[", name, "] op must be a dist::ReduceOp (0 to 3), got ", op);
-  const auto reduce = static_cast<ReduceOp>(op);
-  STRATA_CHECK_TYPE(reduce != ReduceOp::Mean || is_floating_point(dtype), "[", name,
-                    "] ReduceOp::Mean needs a floating-point tensor, got ", dtype);
+  const ReduceOp reduce = detail::checked_reduce_op(op, dtype, name);
   if (dtype == ScalarType::Bool && reduce == ReduceOp::Sum) return ncclMax;  // logical or, as a bool sum
   switch (reduce) {
     case ReduceOp::Sum: return ncclSum;
@@ -101,17 +98,6 @@ void copy_back(const Tensor& self, const Tensor& buffer) {
   if (buffer.data_ptr() != self.data_ptr()) self.copy_(buffer);
 }
 
-void check_per_rank_list(const tensor_list& list, const Tensor& like, const char* what, const char* name) {
-  const auto ranks = static_cast<size_t>(world_size());
-  STRATA_CHECK_VALUE(list.size() == ranks, "[", name, "] ", what, " must hold one tensor per rank (", ranks,
-                     "), got ", list.size());
-  for (size_t r = 0; r < list.size(); ++r)
-    STRATA_CHECK_VALUE(list[r].defined() && list[r].sizes() == like.sizes() && list[r].dtype() == like.dtype() &&
-                           list[r].device() == like.device(),
-                       "[", name, "] ", what, "[", r, "] must match the tensor's shape ", like.sizes(), ", dtype ",
-                       like.dtype(), " and device ", like.device());
-}
-
 int64_t all_reduce_cuda(const Tensor& self, int64_t op, bool /*async_op*/) {
   const char* name = "dist::all_reduce";
   const ncclRedOp_t reduce = nccl_reduce_op(op, self.dtype(), name);
@@ -127,9 +113,7 @@ int64_t all_reduce_cuda(const Tensor& self, int64_t op, bool /*async_op*/) {
 
 int64_t broadcast_cuda(const Tensor& self, int64_t root, bool /*async_op*/) {
   const char* name = "dist::broadcast";
-  detail::check_initialized(name);
-  STRATA_CHECK_VALUE(root >= 0 && root < world_size(), "[", name, "] root must be a rank in [0, ", world_size(),
-                     "), got ", root);
+  detail::check_root(root, name);
   ncclComm_t comm = communicator_for(self, name);
   Tensor buffer = contiguous_buffer(self);
   DeviceGuard on_device(self.device());
@@ -143,7 +127,7 @@ int64_t broadcast_cuda(const Tensor& self, int64_t root, bool /*async_op*/) {
 int64_t all_gather_cuda(const tensor_list& outputs, const Tensor& self, bool /*async_op*/) {
   const char* name = "dist::all_gather";
   detail::check_initialized(name);
-  check_per_rank_list(outputs, self, "outputs", name);
+  detail::check_per_rank_list(outputs, self, "outputs", name);
   ncclComm_t comm = communicator_for(self, name);
   Tensor input = self.contiguous();
   Tensor gathered = empty({world_size() * self.numel()}, TensorOptions().dtype(self.dtype()).device(self.device()));
@@ -160,7 +144,7 @@ int64_t reduce_scatter_cuda(const Tensor& output, const tensor_list& inputs, int
   const char* name = "dist::reduce_scatter";
   const ncclRedOp_t reduce = nccl_reduce_op(op, output.dtype(), name);
   detail::check_initialized(name);
-  check_per_rank_list(inputs, output, "inputs", name);
+  detail::check_per_rank_list(inputs, output, "inputs", name);
   ncclComm_t comm = communicator_for(output, name);
   tensor_list flat;
   for (const Tensor& input : inputs) flat.push_back(input.reshape({-1}));

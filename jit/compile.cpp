@@ -146,10 +146,7 @@ std::set<int> read_outside(const Graph& graph, size_t first, size_t last) {
   std::set<int> read(graph.outputs().begin(), graph.outputs().end());
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if (i >= first && i < last) continue;
-    for (const Operand& input : graph.nodes()[i].inputs) {
-      if (input.is_value()) read.insert(input.value);
-      for (int id : input.values) read.insert(id);
-    }
+    for (const Operand& input : graph.nodes()[i].inputs) input.for_each_value([&](int id) { read.insert(id); });
   }
   return read;
 }

@@ -167,11 +167,7 @@ tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, ten
   // allocator reuses their blocks at once.
   std::vector<int> last_use(values.size(), -1);
   for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Operand& input : nodes[i].inputs) {
-      if (input.is_value()) last_use[input.value] = static_cast<int>(i);
-      for (int id : input.values)
-        if (id >= 0) last_use[id] = static_cast<int>(i);
-    }
+    for (const Operand& input : nodes[i].inputs) input.for_each_value([&](int id) { last_use[id] = static_cast<int>(i); });
   for (int id : graph_outputs) last_use[id] = static_cast<int>(nodes.size());
   if (kept != nullptr) std::fill(last_use.begin(), last_use.end(), static_cast<int>(nodes.size()));
   Stack stack;
@@ -179,16 +175,10 @@ tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, ten
     const Node& node = nodes[i];
     replay.run_node(node, stack);
     stack.clear();
-    for (const Operand& input : node.inputs) {
-      if (input.is_value() && last_use[input.value] == static_cast<int>(i)) replay.env[input.value] = Tensor();
-      for (int id : input.values)
-        if (id >= 0 && last_use[id] == static_cast<int>(i)) replay.env[id] = Tensor();
-    }
-    for (const Operand& output : node.outputs) {  // results nobody reads
-      if (output.is_value() && last_use[output.value] < 0) replay.env[output.value] = Tensor();
-      for (int id : output.values)
-        if (last_use[id] < 0) replay.env[id] = Tensor();
-    }
+    for (const Operand& input : node.inputs)
+      input.for_each_value([&](int id) { if (last_use[id] == static_cast<int>(i)) replay.env[id] = Tensor(); });
+    for (const Operand& output : node.outputs)  // results nobody reads
+      output.for_each_value([&](int id) { if (last_use[id] < 0) replay.env[id] = Tensor(); });
   }
   tensor_list outputs;
   outputs.reserve(graph_outputs.size());

@@ -32,6 +32,20 @@ struct Operand {
   static Operand of_constant(IValue c) { return {Kind::Constant, -1, {}, std::move(c)}; }
   bool is_value() const { return kind == Kind::Value; }
   bool is_constant() const { return kind == Kind::Constant; }
+  // Calls fn(id) for each value the operand names (None entries of a list skipped).
+  template <class Fn>
+  void for_each_value(Fn&& fn) const {
+    if (is_value()) fn(value);
+    for (int id : values)
+      if (id >= 0) fn(id);
+  }
+  // Renames the values the operand names through `rename(int&)`.
+  template <class Fn>
+  void rename_values(Fn&& rename) {
+    if (is_value()) rename(value);
+    for (int& id : values)
+      if (id >= 0) rename(id);
+  }
 };
 
 // A Function<T>::apply traced outside any op: replayable in this process only.

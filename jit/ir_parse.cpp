@@ -21,12 +21,6 @@ struct Literal {
   std::vector<Literal> items;
 };
 
-std::optional<ScalarType> dtype_named(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(ScalarType::Float64); ++i)
-    if (scalar_type_name(static_cast<ScalarType>(i)) == name) return static_cast<ScalarType>(i);
-  return std::nullopt;
-}
-
 class Parser {
  public:
   Parser(const std::string& text, const char* op_name) : text_(text), op_name_(op_name) {}
@@ -347,6 +341,12 @@ void GraphReader::read_node() {
 }
 
 }  // namespace
+
+std::optional<ScalarType> dtype_named(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(ScalarType::Float64); ++i)
+    if (scalar_type_name(static_cast<ScalarType>(i)) == name) return static_cast<ScalarType>(i);
+  return std::nullopt;
+}
 
 Graph parse_graph(const std::string& text, const tensor_list& constants, const char* op_name) {
   return GraphReader(text, constants, op_name).read();

@@ -48,12 +48,6 @@ struct AliasClasses {
   bool is_mutated(int v) { return mutated[find(v)]; }
 };
 
-void for_each_value(const Operand& operand, const auto& fn) {
-  if (operand.is_value()) fn(operand.value);
-  for (int id : operand.values)
-    if (id >= 0) fn(id);
-}
-
 AliasClasses alias_classes(const Graph& graph) {
   AliasClasses classes;
   classes.parent.resize(graph.values().size());
@@ -66,7 +60,7 @@ AliasClasses alias_classes(const Graph& graph) {
       if (!schema.returns[r].alias) continue;
       for (size_t a = 0; a < schema.arguments.size() && a < node.inputs.size(); ++a) {
         if (schema.arguments[a].alias && schema.arguments[a].alias->set == schema.returns[r].alias->set)
-          for_each_value(node.inputs[a], [&](int in) { for_each_value(node.outputs[r], [&](int out) { classes.join(in, out); }); });
+          node.inputs[a].for_each_value([&](int in) { node.outputs[r].for_each_value([&](int out) { classes.join(in, out); }); });
       }
     }
   }
@@ -75,7 +69,7 @@ AliasClasses alias_classes(const Graph& graph) {
     const FunctionSchema& schema = node.handle.schema();
     for (size_t a = 0; a < schema.arguments.size() && a < node.inputs.size(); ++a)
       if (schema.arguments[a].alias && schema.arguments[a].alias->is_write)
-        for_each_value(node.inputs[a], [&](int v) { classes.mutated[classes.find(v)] = true; });
+        node.inputs[a].for_each_value([&](int v) { classes.mutated[classes.find(v)] = true; });
   }
   return classes;
 }
@@ -84,24 +78,15 @@ bool is_pure(const Node& node, AliasClasses& classes) {
   if (node.is_function() || node.op == "prim::Constant" || is_random_op(node.op)) return false;
   if (node.handle.schema().is_mutable()) return false;
   bool clean = true;
-  for (const Operand& operand : node.inputs) for_each_value(operand, [&](int v) { clean = clean && !classes.is_mutated(v); });
-  for (const Operand& operand : node.outputs) for_each_value(operand, [&](int v) { clean = clean && !classes.is_mutated(v); });
+  for (const Operand& operand : node.inputs) operand.for_each_value([&](int v) { clean = clean && !classes.is_mutated(v); });
+  for (const Operand& operand : node.outputs) operand.for_each_value([&](int v) { clean = clean && !classes.is_mutated(v); });
   return clean;
 }
 
-// Rewrites every use of a value (operands and graph outputs) through `replacement`.
-void replace_uses(Graph& graph, const std::map<int, int>& replacement) {
-  auto map = [&](int& v) {
-    auto it = replacement.find(v);
-    if (it != replacement.end()) v = it->second;
-  };
-  for (Node& node : graph.mutable_nodes())
-    for (Operand& operand : node.inputs) {
-      if (operand.is_value()) map(operand.value);
-      for (int& id : operand.values)
-        if (id >= 0) map(id);
-    }
-  for (int& id : graph.mutable_outputs()) map(id);
+// Renames a value through `replacement` when it names one.
+void replace(int& value, const std::map<int, int>& replacement) {
+  auto it = replacement.find(value);
+  if (it != replacement.end()) value = it->second;
 }
 
 // A key naming a node's op and operands, for CSE.
@@ -127,10 +112,10 @@ int eliminate_dead_code(Graph& graph) {
   for (size_t i = nodes.size(); i-- > 0;) {
     const Node& node = nodes[i];
     bool live = !is_pure(node, classes) && node.op != "prim::Constant";
-    for (const Operand& output : node.outputs) for_each_value(output, [&](int v) { live = live || used[v]; });
+    for (const Operand& output : node.outputs) output.for_each_value([&](int v) { live = live || used[v]; });
     if (!live) continue;
     keep[i] = true;
-    for (const Operand& input : node.inputs) for_each_value(input, [&](int v) { used[v] = true; });
+    for (const Operand& input : node.inputs) input.for_each_value([&](int v) { used[v] = true; });
   }
   std::vector<Node> kept;
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -148,11 +133,8 @@ int eliminate_common_subexpressions(Graph& graph) {
   int merged = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node& node = nodes[i];
-    for (Operand& operand : node.inputs) {  // earlier merges first
-      auto map = [&](int& v) { if (auto it = replacement.find(v); it != replacement.end()) v = it->second; };
-      if (operand.is_value()) map(operand.value);
-      for (int& id : operand.values) if (id >= 0) map(id);
-    }
+    for (Operand& operand : node.inputs)  // through the merges made so far
+      operand.rename_values([&](int& v) { replace(v, replacement); });
     if (!is_pure(node, classes)) continue;
     auto [it, fresh] = first_with_key.try_emplace(node_key(node), i);
     if (fresh) continue;
@@ -164,7 +146,7 @@ int eliminate_common_subexpressions(Graph& graph) {
     }
     ++merged;
   }
-  replace_uses(graph, replacement);
+  for (int& id : graph.mutable_outputs()) replace(id, replacement);
   eliminate_dead_code(graph);
   return merged;
 }
@@ -178,7 +160,7 @@ int fold_constants(Graph& graph) {
   for (Node& node : graph.mutable_nodes()) {
     if (!is_pure(node, classes)) continue;
     bool foldable = true;
-    for (const Operand& input : node.inputs) for_each_value(input, [&](int v) { foldable = foldable && folded_values.count(v); });
+    for (const Operand& input : node.inputs) input.for_each_value([&](int v) { foldable = foldable && folded_values.count(v); });
     for (const Operand& output : node.outputs)
       foldable = foldable && output.is_value() && !outputs.count(output.value);
     if (!foldable || node.outputs.size() != 1) continue;

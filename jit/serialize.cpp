@@ -63,11 +63,9 @@ Tensor read_constant(std::istream& in, size_t index, const std::string& path) {
     sizes.push_back(size);
     if (dims.peek() == ',') dims.get();
   }
-  ScalarType dtype = ScalarType::Float32;
-  bool known = false;
-  for (int i = 0; i <= static_cast<int>(ScalarType::Float64) && !known; ++i)
-    if (scalar_type_name(static_cast<ScalarType>(i)) == dtype_name) dtype = static_cast<ScalarType>(i), known = true;
-  STRATA_CHECK_VALUE(known, "[jit::load] '", path, "': constant $", index, " has unknown dtype ", dtype_name);
+  const std::optional<ScalarType> named = detail::dtype_named(dtype_name);
+  STRATA_CHECK_VALUE(named.has_value(), "[jit::load] '", path, "': constant $", index, " has unknown dtype ", dtype_name);
+  const ScalarType dtype = *named;
   Tensor tensor = empty(IntArrayRef(sizes), TensorOptions().dtype(dtype));
   const size_t expected = static_cast<size_t>(tensor.numel() * element_size(dtype));
   STRATA_CHECK_VALUE(bytes == expected, "[jit::load] '", path, "': constant $", index, " holds ", bytes,
