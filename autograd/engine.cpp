@@ -40,53 +40,63 @@ struct NodeTask {
   int dependencies = 0;   // edges from needed Nodes still to deliver a gradient
   bool needed = false;    // will run (backward: every reachable Node)
   tensor_list buffer;     // gradients received so far, one per forward output
-  std::vector<Node*> parents;  // grad() only: Nodes with an edge to this one
 };
 
 // Note [Engine bookkeeping]
-// A backward pass touches every reachable Node a few times; an open-addressing table keyed by
-// Node* (grown by doubling while the graph is discovered) keeps that cheap. Entries move only
-// while discovering, never while Nodes run. The table's first 16 slots, the discovery stacks
-// and the ready queue live inline (SmallVector), so a small graph's backward allocates nothing
-// for its bookkeeping: only gradient lists and tensors.
+// A backward pass touches every reachable Node a few times. The Nodes' tasks sit in one dense
+// array in discovery order, found through an open-addressing table of {Node*, index} pairs
+// (16 bytes a slot, grown by doubling while the graph is discovered), so the passes over all
+// tasks walk packed memory and a lookup touches one small slot. Tasks move only while
+// discovering, never while Nodes run. The first tasks and slots, the discovery stacks and the
+// ready queue (which holds task indices) live inline (SmallVector), so a small graph's backward
+// allocates nothing for its bookkeeping: only gradient lists and tensors. grad()'s parent
+// lists are kept beside the tasks, and only in that mode.
 using NodeStack = SmallVector<Node*, 32>;
-using ReadyQueue = std::priority_queue<std::pair<uint64_t, Node*>, SmallVector<std::pair<uint64_t, Node*>, 16>>;
+using ReadyQueue = std::priority_queue<std::pair<uint64_t, uint32_t>, SmallVector<std::pair<uint64_t, uint32_t>, 16>>;
 
 class NodeTasks {
  public:
-  NodeTasks() { slots_.resize(16); }
-  NodeTask& insert(Node* node) {
-    if ((count_ + 1) * 2 > slots_.size()) grow();
-    NodeTask& slot = probe(node);
+  NodeTasks() { slots_.resize(32); }
+  // The task of `node`, made (in discovery order) if it has none; `fresh` says which.
+  NodeTask& insert(Node* node, bool* fresh = nullptr) {
+    if ((tasks_.size() + 1) * 2 > slots_.size()) grow();
+    Slot& slot = probe(node);
+    if (fresh) *fresh = slot.node == nullptr;
     if (!slot.node) {
       slot.node = node;
-      ++count_;
+      slot.index = static_cast<uint32_t>(tasks_.size());
+      tasks_.emplace_back().node = node;
     }
-    return slot;
+    return tasks_[slot.index];
   }
   NodeTask* find(Node* node) {
-    NodeTask& slot = probe(node);
-    return slot.node ? &slot : nullptr;
+    const Slot& slot = probe(node);
+    return slot.node ? &tasks_[slot.index] : nullptr;
   }
-  SmallVector<NodeTask, 16>& slots() { return slots_; }
+  uint32_t index_of(const NodeTask& task) const { return static_cast<uint32_t>(&task - tasks_.data()); }
+  NodeTask& at(uint32_t index) { return tasks_[index]; }
+  SmallVector<NodeTask, 8>& all() { return tasks_; }
 
  private:
-  NodeTask& probe(Node* node) {
+  struct Slot {
+    Node* node = nullptr;
+    uint32_t index = 0;
+  };
+  Slot& probe(Node* node) {
     size_t mask = slots_.size() - 1;
     size_t i = (reinterpret_cast<uintptr_t>(node) >> 4) * 0x9e3779b97f4a7c15ull >> 7 & mask;
     while (slots_[i].node && slots_[i].node != node) i = (i + 1) & mask;
     return slots_[i];
   }
   void grow() {
-    SmallVector<NodeTask, 16> old = std::move(slots_);
-    slots_ = SmallVector<NodeTask, 16>();
+    SmallVector<Slot, 32> old = std::move(slots_);
+    slots_ = SmallVector<Slot, 32>();
     slots_.resize(old.size() * 2);
-    count_ = 0;
-    for (NodeTask& task : old)
-      if (task.node) insert(task.node) = std::move(task);
+    for (const Slot& slot : old)
+      if (slot.node) probe(slot.node) = slot;
   }
-  SmallVector<NodeTask, 16> slots_;
-  size_t count_ = 0;
+  SmallVector<NodeTask, 8> tasks_;
+  SmallVector<Slot, 32> slots_;
 };
 
 struct GraphTask {
@@ -95,6 +105,7 @@ struct GraphTask {
   bool capture_mode = false;  // grad(): capture, do not accumulate
   bool accumulate_captured_leaves = false;  // backward(inputs): the captured leaves accumulate
   NodeTasks tasks;
+  std::vector<std::vector<Node*>> parents;  // grad() only: by task index, the Nodes with an edge to it
   std::vector<std::pair<EdgeKey, size_t>> captures;  // edge -> index in captured
   tensor_list captured;
 };
@@ -118,10 +129,10 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
 void discover(GraphTask& task, const edge_list& roots) {
   NodeStack stack;
   for (const Edge& root : roots) {
-    NodeTask& entry = task.tasks.insert(root.function.get());
-    if (entry.dependencies != -1) {
+    bool fresh = false;
+    NodeTask& entry = task.tasks.insert(root.function.get(), &fresh);
+    if (fresh) {
       entry.needed = !task.capture_mode;
-      entry.dependencies = -1;  // marks "seen"; reset below
       stack.push_back(root.function.get());
     }
   }
@@ -130,10 +141,14 @@ void discover(GraphTask& task, const edge_list& roots) {
     stack.pop_back();
     for (const Edge& edge : node->next_edges()) {
       if (!edge.function) continue;
-      NodeTask& child = task.tasks.insert(edge.function.get());
-      if (task.capture_mode) child.parents.push_back(node);
-      if (child.dependencies == -1) continue;
-      child.dependencies = -1;
+      bool fresh = false;
+      NodeTask& child = task.tasks.insert(edge.function.get(), &fresh);
+      if (task.capture_mode) {
+        const uint32_t index = task.tasks.index_of(child);
+        if (task.parents.size() <= index) task.parents.resize(index + 1);
+        task.parents[index].push_back(node);
+      }
+      if (!fresh) continue;
       child.needed = !task.capture_mode;
       stack.push_back(edge.function.get());
     }
@@ -143,30 +158,29 @@ void discover(GraphTask& task, const edge_list& roots) {
 void plan(GraphTask& task, const edge_list& roots) {
   discover(task, roots);
   if (task.capture_mode) {  // only Nodes from which a captured edge can be reached
-    NodeStack stack;
+    SmallVector<uint32_t, 32> stack;
     for (const auto& [key, index] : task.captures) {
       NodeTask* target = task.tasks.find(key.node);
       if (target && !target->needed) {
         target->needed = true;
-        stack.push_back(key.node);
+        stack.push_back(task.tasks.index_of(*target));
       }
     }
     while (!stack.empty()) {
-      NodeTask* current = task.tasks.find(stack.back());
+      const uint32_t current = stack.back();
       stack.pop_back();
-      for (Node* parent : current->parents) {
+      if (current >= task.parents.size()) continue;
+      for (Node* parent : task.parents[current]) {
         NodeTask* entry = task.tasks.find(parent);
         if (!entry->needed) {
           entry->needed = true;
-          stack.push_back(parent);
+          stack.push_back(task.tasks.index_of(*entry));
         }
       }
     }
   }
-  for (NodeTask& entry : task.tasks.slots())
-    if (entry.node) entry.dependencies = 0;
-  for (NodeTask& entry : task.tasks.slots()) {
-    if (!entry.node || !entry.needed) continue;
+  for (NodeTask& entry : task.tasks.all()) {
+    if (!entry.needed) continue;
     for (const Edge& edge : entry.node->next_edges()) {
       if (!edge.function) continue;
       NodeTask* child = task.tasks.find(edge.function.get());
@@ -193,7 +207,7 @@ void check_anomaly(const Node& node, const tensor_list& outputs) {
                  " (shape ", outputs[i].sizes(), ")");
 }
 
-thread_local GraphTask* current_task = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local GraphTask* current_task = nullptr;
 
 bool any_defined(const tensor_list& grads) {
   return std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
@@ -233,7 +247,7 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
     NodeTask* next = task.tasks.find(edges[i].function.get());
     if (!next->needed) continue;
     if (i < outputs.size() && outputs[i].defined()) accumulate_into(next->buffer, edges[i].input_nr, std::move(outputs[i]));
-    if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), next->node);
+    if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), task.tasks.index_of(*next));
   }
 }
 
@@ -249,14 +263,14 @@ void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& ro
     NodeTask* entry = task.tasks.find(root.function.get());
     if (entry->needed && entry->dependencies == 0) {
       entry->dependencies = -1;  // queued once even when several roots share it
-      ready.emplace(entry->node->sequence_nr(), entry->node);
+      ready.emplace(entry->node->sequence_nr(), task.tasks.index_of(*entry));
     }
   }
   while (!ready.empty()) {
-    Node* node = ready.top().second;
+    NodeTask& entry = task.tasks.at(ready.top().second);
     ready.pop();
-    NodeTask* entry = task.tasks.find(node);
-    tensor_list grads = std::move(entry->buffer);
+    Node* node = entry.node;
+    tensor_list grads = std::move(entry.buffer);
     if (grads.size() < node->num_outputs()) grads.resize(node->num_outputs());
     run_node(task, node, std::move(grads), ready);
   }
@@ -268,7 +282,7 @@ void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& ro
 // passes the next one runs on a fresh thread (with a fresh stack and depth) while this one
 // waits, so even 10,000 nested levels never overflow a stack.
 constexpr int kMaxReentrantDepth = 64;
-thread_local int reentrant_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int reentrant_depth = 0;
 
 void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
   if (reentrant_depth < kMaxReentrantDepth) {

@@ -216,7 +216,7 @@ void materialize(tensor_list& grads, const Node& node) {
 }
 
 namespace {
-thread_local FunctionTracer* function_tracer = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local FunctionTracer* function_tracer = nullptr;
 }
 
 FunctionTracer* active_function_tracer() {

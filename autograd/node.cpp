@@ -8,7 +8,7 @@
 namespace strata::autograd {
 
 uint64_t next_sequence_nr() {
-  thread_local uint64_t counter = 0;
+  [[gnu::tls_model("initial-exec")]] thread_local uint64_t counter = 0;
   return counter++;
 }
 
@@ -38,8 +38,8 @@ Node::Node() : sequence_nr_(next_sequence_nr()) {}
 // overflow the stack at around 100,000 Nodes. Instead, a Node's destructor hands its edges to a
 // thread-local list; only the outermost destructor drains it, so each Node dies at depth one.
 Node::~Node() {
-  thread_local std::vector<std::shared_ptr<Node>> pending;
-  thread_local bool draining = false;
+  [[gnu::tls_model("initial-exec")]] thread_local std::vector<std::shared_ptr<Node>> pending;
+  [[gnu::tls_model("initial-exec")]] thread_local bool draining = false;
   for (Edge& edge : next_edges_)
     if (edge.function) pending.push_back(std::move(edge.function));
   if (draining) return;

@@ -33,7 +33,7 @@ namespace strata {
 namespace detail {
 
 LocalDispatchKeySet& local_dispatch_keys() {
-  thread_local LocalDispatchKeySet keys;
+  [[gnu::tls_model("initial-exec")]] thread_local LocalDispatchKeySet keys;
   return keys;
 }
 

@@ -85,7 +85,7 @@ void heavy_fence() {
 #endif
 }
 
-thread_local bool thread_exiting = false;  // trivially destructible: readable during thread exit
+[[gnu::tls_model("initial-exec")]] thread_local bool thread_exiting = false;  // trivially destructible: readable during thread exit
 
 // Returns the thread's record to the pool when the thread exits.
 struct RecordReleaser {
@@ -123,7 +123,7 @@ void register_dispatch_thread(LocalDispatchState& local) {
   // A call made by a thread_local destructor after the releaser ran re-registers and keeps its
   // record: idle records cost a scan step, nothing more.
   if (thread_exiting) return;
-  thread_local RecordReleaser releaser;
+  [[gnu::tls_model("initial-exec")]] thread_local RecordReleaser releaser;
   releaser.local = &local;
 }
 

@@ -104,7 +104,7 @@ class TracingState final : public autograd::detail::FunctionTracer {
   }
 };
 
-thread_local TracingState* current = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local TracingState* current = nullptr;
 
 void warn_specialised(const std::string& what) {
   if (current == nullptr) return;

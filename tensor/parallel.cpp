@@ -22,7 +22,7 @@ namespace strata {
 // and the range of such kernels can be counted in rows with a grain of rows.
 namespace {
 // True while this thread runs a chunk of a parallel_for that was split across threads.
-thread_local bool in_parallel_chunk = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool in_parallel_chunk = false;
 
 struct ParallelChunkScope {
   bool previous = in_parallel_chunk;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <strata/tensor/device_hooks.h>
+#include <strata/tensor/small_blocks.h>
 #include <strata/tensor/errors.h>
 
 namespace strata {
@@ -24,8 +25,10 @@ namespace strata {
 // thread-local free list for their class instead of going back to the system. A block freed on
 // another thread than the one that allocated it simply joins the freeing thread's list: blocks
 // are plain 64-byte aligned memory and belong to no thread. Each list is bounded (at most
-// kCacheBytesPerClass, kMaxBlocksPerClass blocks and at least kMinBlocksPerClass), so a thread
-// caches a few tens of MiB at most; larger blocks go to the large-block cache below.
+// kCacheBytesPerClass, kMaxBlocksPerClass blocks and at least kMinBlocksPerClass; up to
+// kMaxSmallBlocksPerClass blocks of 1 KiB or less, about 2 MiB for those classes together), so
+// a thread caches a few tens of MiB at most; larger blocks go to the large-block cache below.
+// The small classes also serve the framework's own per-op objects (Note [Pooled small objects]).
 // The lists are freed when their thread exits (the main thread's at exit, before static
 // destructors); blocks freed after that go straight to free. cpu_live_bytes() counts the
 // rounded size of blocks handed out, never cached ones.
@@ -37,6 +40,8 @@ constexpr size_t kSmallestClass = 64;
 constexpr size_t kLargestClass = kSmallestClass << (kNumClasses - 1);
 constexpr size_t kCacheBytesPerClass = size_t{4} << 20;
 constexpr size_t kMaxBlocksPerClass = 32;
+constexpr size_t kMaxSmallBlocksPerClass = 1024;
+constexpr size_t kLargestSmallBlock = 1024;
 constexpr size_t kMinBlocksPerClass = 2;
 
 std::atomic<int64_t> live_bytes{0};
@@ -47,12 +52,13 @@ int size_class(size_t nbytes) {
 }
 size_t class_bytes(int size_class_index) { return kSmallestClass << size_class_index; }
 constexpr size_t class_capacity(int size_class_index) {
-  size_t by_bytes = kCacheBytesPerClass / (kSmallestClass << size_class_index);
-  return by_bytes < kMinBlocksPerClass ? kMinBlocksPerClass
-         : by_bytes > kMaxBlocksPerClass ? kMaxBlocksPerClass
-                                         : by_bytes;
+  const size_t bytes = kSmallestClass << size_class_index;
+  const size_t by_bytes = kCacheBytesPerClass / bytes;
+  const size_t most = bytes <= kLargestSmallBlock ? kMaxSmallBlocksPerClass : kMaxBlocksPerClass;
+  return by_bytes < kMinBlocksPerClass ? kMinBlocksPerClass : by_bytes > most ? most : by_bytes;
 }
-static_assert(class_capacity(0) == kMaxBlocksPerClass && class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
+static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) == kMaxBlocksPerClass &&
+              class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
 
 // Note [CPU large-block cache]
 // Blocks over kLargestClass used to go straight back to the system, so every out-of-place op
@@ -176,7 +182,7 @@ struct FreeList {
 };
 
 // Trivially destructible, so it can be read after the cache below is gone.
-thread_local bool cache_destroyed = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool cache_destroyed = false;
 
 struct ThreadCache {
   std::array<FreeList, kNumClasses> lists;
@@ -210,7 +216,7 @@ struct ThreadCache {
 // Null once the calling thread's cache has been destroyed (thread exit).
 ThreadCache* thread_cache() {
   if (cache_destroyed) return nullptr;
-  thread_local ThreadCache cache;
+  [[gnu::tls_model("initial-exec")]] thread_local ThreadCache cache;
   return &cache;
 }
 
@@ -232,6 +238,31 @@ void release_cached_blocks() {
   if (ThreadCache* cache = thread_cache()) cache->release_all();
   large_cache().release_all();
 }
+
+}  // namespace
+
+// Note [Pooled small objects]
+// Every recorded op makes a few objects of its own besides its output's data (the output's
+// TensorImpl and Storage block, Note [One allocation per tensor]), and a graph of a few hundred
+// small ops makes and frees hundreds of them at once: more than malloc's per-thread cache
+// holds, so most went through its slow paths. They come from the size-class free lists above
+// instead (rounded up to a power of two; never counted in cpu_live_bytes). Such a block may be
+// freed on any thread, as tensor data may.
+void* detail::allocate_small_block(size_t nbytes) {
+  STRATA_INTERNAL_ASSERT(nbytes <= kLargestSmallBlock, "allocate_small_block(", nbytes, ") is over ",
+                         kLargestSmallBlock, " bytes");
+  const int index = size_class(nbytes);
+  if (ThreadCache* cache = thread_cache())
+    if (void* block = cache->pop(index)) return block;
+  return system_allocate(class_bytes(index));
+}
+
+void detail::free_small_block(void* block, size_t nbytes) noexcept {
+  if (ThreadCache* cache = thread_cache(); cache && cache->push(size_class(nbytes), block)) return;
+  std::free(block);
+}
+
+namespace {
 
 class CpuAllocator final : public Allocator {
  public:

@@ -41,7 +41,7 @@ void Tensor::check_data_ptr_type(ScalarType requested) const {
 
 namespace detail {
 namespace {
-thread_local HostReadObserver host_read_observer = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local HostReadObserver host_read_observer = nullptr;
 }
 HostReadObserver set_host_read_observer(HostReadObserver observer) {
   return std::exchange(host_read_observer, observer);

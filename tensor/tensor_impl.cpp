@@ -1,6 +1,7 @@
 // TensorImpl geometry: sizes, strides, numel and contiguity; a tensor and its storage in one
 // allocation.
 #include <strata/tensor/tensor_impl.h>
+#include <strata/tensor/small_blocks.h>
 
 #include <new>
 
@@ -150,9 +151,10 @@ struct SharedBlock {
   void release_one() {
     if (live.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     this->~SharedBlock();
-    ::operator delete(this);
+    detail::free_small_block(this, sizeof(SharedBlock));
   }
 };
+static_assert(sizeof(SharedBlock) <= 512, "a tensor and its storage fit one pooled block");
 
 void BlockStorage::destroy() const {
   SharedBlock* block = block_;
@@ -171,7 +173,7 @@ void BlockTensorImpl::destroy() const {
 intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes) {
   void* raw = nullptr;
   try {
-    raw = ::operator new(sizeof(SharedBlock));
+    raw = detail::allocate_small_block(sizeof(SharedBlock));  // Note [Pooled small objects]
   } catch (...) {
     if (data.deleter) data.deleter(data.data, data.context, nbytes);
     throw;
