@@ -5,6 +5,7 @@
 
 #include <strata/autograd/node.h>
 #include <strata/dispatch/keepalive.h>
+#include <strata/tensor/small_blocks.h>
 
 namespace strata::autograd::detail {
 
@@ -20,7 +21,7 @@ std::shared_ptr<N> make_function_node() {
       strata::detail::library_keepalive_for(reinterpret_cast<const void*>(&T::backward));
   if (std::shared_ptr<void> keepalive = code.lock())
     return std::static_pointer_cast<N>(adopt_node_keeping(new N(), std::move(keepalive)));
-  return std::make_shared<N>();
+  return std::allocate_shared<N>(strata::detail::SmallBlockAllocator<N>());  // Note [Pooled small objects]
 }
 
 }  // namespace strata::autograd::detail

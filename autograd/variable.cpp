@@ -62,7 +62,8 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> accumulator = meta->grad_accumulator_.lock();
   if (!accumulator) {
     // The accumulator holds the leaf; the leaf holds it weakly (no cycle).
-    accumulator = std::make_shared<AccumulateGrad>(Tensor(intrusive_ptr<TensorImpl>::reclaim_copy(t.impl())));
+    accumulator = std::allocate_shared<AccumulateGrad>(strata::detail::SmallBlockAllocator<AccumulateGrad>(),
+                                                    Tensor(intrusive_ptr<TensorImpl>::reclaim_copy(t.impl())));
     meta->grad_accumulator_ = accumulator;
   }
   return {accumulator, 0};

@@ -5,11 +5,16 @@
 #include <vector>
 
 #include <strata/autograd/node.h>
+#include <strata/tensor/small_blocks.h>
 
 namespace strata::autograd {
 
 class AutogradMeta final : public AutogradMetaInterface {
  public:
+  // Every recorded output gets one: pooled (Note [Pooled small objects] in tensor/storage.cpp).
+  static void* operator new(size_t bytes) { return strata::detail::allocate_small_block(bytes); }
+  static void operator delete(void* block, size_t bytes) noexcept { strata::detail::free_small_block(block, bytes); }
+
   bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
 
   bool requires_grad_ = false;

@@ -2,12 +2,37 @@
 // Internal (not public API): memory for the framework's small per-op objects from the CPU
 // allocator's per-thread size classes. See Note [Pooled small objects] in storage.cpp.
 #include <cstddef>
+#include <new>
 
 namespace strata::detail {
 
-// At most 1 KiB, 64-byte aligned; throws std::bad_alloc when the system has no memory.
+inline constexpr size_t kLargestSmallBlock = 2048;
+
+// At most kLargestSmallBlock bytes, 64-byte aligned; throws std::bad_alloc when the system has
+// no memory.
 void* allocate_small_block(size_t nbytes);
 // `nbytes` is the size the block was allocated with.
 void free_small_block(void* block, size_t nbytes) noexcept;
+
+// An allocator for std::allocate_shared: pooled blocks for objects that fit one, operator new
+// for larger ones.
+template <class T>
+struct SmallBlockAllocator {
+  using value_type = T;
+  SmallBlockAllocator() = default;
+  template <class U>
+  SmallBlockAllocator(const SmallBlockAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= 64, "pooled blocks are 64-byte aligned");
+    if (n * sizeof(T) <= kLargestSmallBlock) return static_cast<T*>(allocate_small_block(n * sizeof(T)));
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) <= kLargestSmallBlock) free_small_block(p, n * sizeof(T));
+    else ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const SmallBlockAllocator<U>&) const noexcept { return true; }
+};
 
 }  // namespace strata::detail

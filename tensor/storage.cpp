@@ -26,7 +26,7 @@ namespace strata {
 // another thread than the one that allocated it simply joins the freeing thread's list: blocks
 // are plain 64-byte aligned memory and belong to no thread. Each list is bounded (at most
 // kCacheBytesPerClass, kMaxBlocksPerClass blocks and at least kMinBlocksPerClass; up to
-// kMaxSmallBlocksPerClass blocks of 1 KiB or less, about 2 MiB for those classes together), so
+// kMaxSmallBlocksPerClass blocks of 2 KiB or less, about 4 MiB for those classes together), so
 // a thread caches a few tens of MiB at most; larger blocks go to the large-block cache below.
 // The small classes also serve the framework's own per-op objects (Note [Pooled small objects]).
 // The lists are freed when their thread exits (the main thread's at exit, before static
@@ -41,7 +41,7 @@ constexpr size_t kLargestClass = kSmallestClass << (kNumClasses - 1);
 constexpr size_t kCacheBytesPerClass = size_t{4} << 20;
 constexpr size_t kMaxBlocksPerClass = 32;
 constexpr size_t kMaxSmallBlocksPerClass = 1024;
-constexpr size_t kLargestSmallBlock = 1024;
+using detail::kLargestSmallBlock;
 constexpr size_t kMinBlocksPerClass = 2;
 
 std::atomic<int64_t> live_bytes{0};
@@ -57,7 +57,7 @@ constexpr size_t class_capacity(int size_class_index) {
   const size_t most = bytes <= kLargestSmallBlock ? kMaxSmallBlocksPerClass : kMaxBlocksPerClass;
   return by_bytes < kMinBlocksPerClass ? kMinBlocksPerClass : by_bytes > most ? most : by_bytes;
 }
-static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) == kMaxBlocksPerClass &&
+static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) == kMaxSmallBlocksPerClass && class_capacity(6) == kMaxBlocksPerClass &&
               class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
 
 // Note [CPU large-block cache]
