@@ -50,12 +50,18 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
   refresh_numel_and_contiguity();
 }
 
+// Row-major strides are contiguous by definition (Note [Contiguity]): one pass fills them.
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
-  checked_numel(sizes, "TensorImpl");  // throws before anything changes
+  numel_ = checked_numel(sizes, "TensorImpl");  // throws before anything else changes
   sizes_.assign(sizes);
-  strides_ = contiguous_strides(sizes);
+  strides_.resize(sizes.size());
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides_[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;  // as contiguous_strides
+  }
   storage_offset_ = 0;
-  refresh_numel_and_contiguity();
+  is_contiguous_ = true;
 }
 
 // Note [Contiguity]
