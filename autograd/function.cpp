@@ -50,7 +50,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
                saved_version_, " instead.");
   if (!is_output_) return data_;
   // A saved output comes back attached to its Node, so double backward can go through it.
-  Tensor result(make_intrusive<TensorImpl>(storage_, dtype_, sizes_.ref(), strides_.ref(), storage_offset_));
+  Tensor result(strata::detail::make_pooled_tensor_impl(storage_, dtype_, sizes_.ref(), strides_.ref(), storage_offset_));
   if (std::shared_ptr<Node> node = grad_fn_.lock(); node && node == owner) detail::set_history(result, node, output_nr_);
   return result;
 }

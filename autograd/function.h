@@ -221,14 +221,15 @@ class CppNode final : public Node {
 };
 
 // Note [Recording allocations]
-// Recording an op on the tape costs one heap allocation: the CppNode, which keeps its edges,
+// Recording an op on the tape makes three objects: the CppNode, which keeps its edges,
 // forward-input metadata, output metadata, saved tensors and saved values inline
-// (SmallVector) for ops of up to three arguments, two saved tensors and one saved value.
-// Outputs are wired through a span (no tensor_list for a single output), names are computed
-// only for error messages, and a leaf's AccumulateGrad is shared by every op that uses the leaf
-// while one of them is alive. With the output's TensorImpl and Storage (one allocation, Note
-// [One allocation per tensor]) and its AutogradMeta, a recorded op makes three allocations;
-// tests/alloc/ counts them.
+// (SmallVector) for ops of up to three arguments, two saved tensors and one saved value; the
+// output's TensorImpl and Storage (one block, Note [One allocation per tensor]); and its
+// AutogradMeta. Outputs are wired through a span (no tensor_list for a single output), names
+// are computed only for error messages, and a leaf's AccumulateGrad is shared by every op that
+// uses the leaf while one of them is alive. All three come from per-thread pools (Note [Pooled
+// small objects] in tensor/storage.cpp), so a recorded op makes no heap allocation once the
+// pools are warm; tests/alloc/ counts them.
 template <class T>
 struct Function {
   // Runs T::forward with the Autograd key excluded and, when grad mode is on and an input

@@ -78,6 +78,13 @@ void with_arith_op(Arith kind, const Scalar& alpha, const char* name, Fn&& fn) {
   }
 }
 
+// The one element of `t` as a T, in compute type C (read directly when t holds T).
+template <class T, class C>
+C one_value(const Tensor& t) {
+  if (t.dtype() == scalar_type_of<T>) return static_cast<C>(*detail::data_of<T>(t));
+  return static_cast<C>(detail::read_scalar(t).to<T>());
+}
+
 // out = a (op) b, a and b broadcast to out; out's dtype is the compute dtype. A one-element
 // operand is read once as a value (no cast of the tensor, no broadcast machinery).
 void compute_binary(Arith kind, const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
@@ -87,11 +94,11 @@ void compute_binary(Arith kind, const char* name, const Tensor& out, const Tenso
     using C = compute_type_t<T>;
     with_arith_op<T>(kind, alpha, name, [&](const auto& op) {
       if (b.numel() == 1 && out.numel() != 0) {
-        const C c = static_cast<C>(detail::read_scalar(b).to<T>());
+        const C c = one_value<T, C>(b);
         const Tensor a_cast = a.dtype() == dtype ? a : detail::cast_to(a, dtype);
         detail::unary_kernel<T>(out, a_cast, [&op, c](C x) { return op(x, c); });
       } else if (a.numel() == 1 && out.numel() != 0 && !out.is_same(a)) {
-        const C c = static_cast<C>(detail::read_scalar(a).to<T>());
+        const C c = one_value<T, C>(a);
         const Tensor b_cast = b.dtype() == dtype ? b : detail::cast_to(b, dtype);
         detail::unary_kernel<T>(out, b_cast, [&op, c](C y) { return op(c, y); });
       } else {

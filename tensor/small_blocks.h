@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <new>
 
+#include <strata/tensor/tensor_impl.h>
+
 namespace strata::detail {
 
 inline constexpr size_t kLargestSmallBlock = 2048;
@@ -13,6 +15,11 @@ inline constexpr size_t kLargestSmallBlock = 2048;
 void* allocate_small_block(size_t nbytes);
 // `nbytes` is the size the block was allocated with.
 void free_small_block(void* block, size_t nbytes) noexcept;
+
+// A TensorImpl over an existing storage (a view, an alias, a saved output unpacked) in a pooled
+// block; the same as make_intrusive<TensorImpl>(...) otherwise.
+intrusive_ptr<TensorImpl> make_pooled_tensor_impl(intrusive_ptr<StorageImpl> storage, ScalarType dtype,
+                                                  IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 
 // An allocator for std::allocate_shared: pooled blocks for objects that fit one, operator new
 // for larger ones.

@@ -3,6 +3,7 @@
 
 #include <strata/tensor/device_hooks.h>
 #include <strata/tensor/host_read.h>
+#include <strata/tensor/small_blocks.h>
 
 #include <atomic>
 #include <utility>
@@ -173,7 +174,7 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 Tensor make_alias(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   TensorImpl* base_impl = base.impl();
   STRATA_CHECK(base_impl, "[make_view] the base tensor is undefined");
-  auto impl = make_intrusive<TensorImpl>(base_impl->storage(), base_impl->dtype(), sizes, strides, storage_offset);
+  auto impl = make_pooled_tensor_impl(base_impl->storage(), base_impl->dtype(), sizes, strides, storage_offset);
   if (impl->numel() > 0) {
     int64_t lowest = storage_offset, highest = storage_offset;
     for (size_t d = 0; d < sizes.size(); ++d) (strides[d] < 0 ? lowest : highest) += (sizes[d] - 1) * strides[d];

@@ -176,6 +176,34 @@ void BlockTensorImpl::destroy() const {
 
 }  // namespace
 
+namespace {
+
+// A TensorImpl in a pooled block (Note [Pooled small objects]), which it returns when destroyed.
+class PooledTensorImpl final : public TensorImpl {
+ public:
+  using TensorImpl::TensorImpl;
+  void destroy() const override {
+    auto* self = const_cast<PooledTensorImpl*>(this);
+    self->~PooledTensorImpl();
+    detail::free_small_block(self, sizeof(PooledTensorImpl));
+  }
+};
+
+}  // namespace
+
+intrusive_ptr<TensorImpl> detail::make_pooled_tensor_impl(intrusive_ptr<StorageImpl> storage, ScalarType dtype,
+                                                          IntArrayRef sizes, IntArrayRef strides,
+                                                          int64_t storage_offset) {
+  void* raw = allocate_small_block(sizeof(PooledTensorImpl));
+  try {
+    return intrusive_ptr<TensorImpl>::adopt(
+        new (raw) PooledTensorImpl(std::move(storage), dtype, sizes, strides, storage_offset));
+  } catch (...) {
+    free_small_block(raw, sizeof(PooledTensorImpl));
+    throw;
+  }
+}
+
 intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes) {
   void* raw = nullptr;
   try {
