@@ -176,7 +176,7 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
 }
 
 // A gradient shaped like its input, or reducible to it by summing broadcast dims.
-Tensor fit_gradient(std::string_view name, size_t index, Tensor grad, const TensorMetadata& input) {
+Tensor fit_gradient(const Node& node, size_t index, Tensor grad, const TensorMetadata& input) {
   if (grad.sizes() == input.shape.ref()) return grad;
   DimVector target = input.shape;
   bool reducible = grad.dim() >= static_cast<int64_t>(target.size());
@@ -184,26 +184,26 @@ Tensor fit_gradient(std::string_view name, size_t index, Tensor grad, const Tens
     int64_t g = grad.size(grad.dim() - target.size() + i);
     reducible = target[i] == g || target[i] == 1;
   }
-  STRATA_CHECK_VALUE(reducible, "[", name, "] backward returned a gradient of shape ", grad.sizes(),
+  STRATA_CHECK_VALUE(reducible, "[", node.name(), "] backward returned a gradient of shape ", grad.sizes(),
                      " for forward input ", index, " of shape ", input.shape.ref());
   return sum_to(grad, target.ref());
 }
 
-tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
+tensor_list validate_gradients(const Node& node, tensor_list&& grads, const ForwardInputs& inputs,
                                const edge_list& edges) {
-  STRATA_CHECK_VALUE(grads.size() == inputs.size(), "[", name, "] backward returned ", grads.size(),
+  STRATA_CHECK_VALUE(grads.size() == inputs.size(), "[", node.name(), "] backward returned ", grads.size(),
                      " gradients but forward took ", inputs.size(), " arguments (return one per argument, and one "
                      "per tensor of a tensor_list argument; an undefined Tensor means no gradient)");
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     const TensorMetadata& input = inputs[i].metadata;
-    STRATA_CHECK_VALUE(input.defined, "[", name, "] backward returned a gradient for argument ", i,
+    STRATA_CHECK_VALUE(input.defined, "[", node.name(), "] backward returned a gradient for argument ", i,
                        ", which is not a tensor");
     if (!edges[i].valid()) {
       grads[i] = Tensor();  // the input does not require grad
       continue;
     }
-    grads[i] = fit_gradient(name, i, std::move(grads[i]), input);
+    grads[i] = fit_gradient(node, i, std::move(grads[i]), input);
     if (grads[i].dtype() != input.dtype || grads[i].device() != input.device)
       grads[i] = grads[i].to(TensorOptions().dtype(input.dtype).device(input.device));
   }

@@ -157,7 +157,8 @@ bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs);
 // The checks and shape fixes every backward result goes through.
-tensor_list validate_gradients(std::string_view name, tensor_list&& grads, const ForwardInputs& inputs,
+// `node` is named only in an error message (a Function's name may take a demangling to build).
+tensor_list validate_gradients(const Node& node, tensor_list&& grads, const ForwardInputs& inputs,
                                const edge_list& edges);
 void materialize(tensor_list& grads, const Node& node);
 std::string function_name(const char* mangled);
@@ -212,7 +213,7 @@ class CppNode final : public Node {
     if (ctx_.materialize_grads_) detail::materialize(grads, *this);
     ctx_.edges_ = &next_edges_;
     tensor_list results = T::backward(&ctx_, std::move(grads));
-    return detail::validate_gradients(name(), std::move(results), inputs_, next_edges_);
+    return detail::validate_gradients(*this, std::move(results), inputs_, next_edges_);
   }
   void release_variables() override { ctx_.release(); }
 

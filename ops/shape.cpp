@@ -589,7 +589,7 @@ class CatBackward final : public autograd::Node {
       if (next_edges_[i].valid()) results[i] = narrow(grad, dim, offset, lengths[i]);
       offset += lengths[i];
     }
-    return autograd::detail::validate_gradients(name(), std::move(results), inputs, next_edges_);
+    return autograd::detail::validate_gradients(*this, std::move(results), inputs, next_edges_);
   }
 
   autograd::detail::ForwardInputs inputs;

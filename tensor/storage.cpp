@@ -248,16 +248,26 @@ void release_cached_blocks() {
 // holds, so most went through its slow paths. They come from the size-class free lists above
 // instead (rounded up to a power of two; never counted in cpu_live_bytes). Such a block may be
 // freed on any thread, as tensor data may.
+// Under AddressSanitizer every block comes from and goes back to the system, so that a use of a
+// freed node or tensor is reported instead of reading a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPoolSmallBlocks = false;
+#else
+constexpr bool kPoolSmallBlocks = true;
+#endif
+
 void* detail::allocate_small_block(size_t nbytes) {
   STRATA_INTERNAL_ASSERT(nbytes <= kLargestSmallBlock, "allocate_small_block(", nbytes, ") is over ",
                          kLargestSmallBlock, " bytes");
   const int index = size_class(nbytes);
+  if constexpr (!kPoolSmallBlocks) return system_allocate(class_bytes(index));
   if (ThreadCache* cache = thread_cache())
     if (void* block = cache->pop(index)) return block;
   return system_allocate(class_bytes(index));
 }
 
 void detail::free_small_block(void* block, size_t nbytes) noexcept {
+  if constexpr (!kPoolSmallBlocks) return std::free(block);
   if (ThreadCache* cache = thread_cache(); cache && cache->push(size_class(nbytes), block)) return;
   std::free(block);
 }
