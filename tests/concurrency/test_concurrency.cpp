@@ -341,3 +341,35 @@ TEST_CASE("concurrency: a kernel still running keeps its state alive after its L
   }
   CHECK(watch.expired());
 }
+
+// Note [Pooled small objects]: tensors, views, nodes and AutogradMetas come from per-thread
+// free lists and may be freed on any thread, including after the thread that made them has
+// exited (its lists are gone; the block joins the freeing thread's). Graphs recorded on
+// producer threads that exit at once are run backward and dropped by one consumer thread, over
+// and over; every gradient must still be right.
+TEST_CASE("concurrency: graphs recorded on exiting threads are run backward and freed on another") {
+  const int64_t rounds = scaled(200);
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::vector<Tensor> leaves(4), outputs(4);
+    std::vector<std::thread> producers;
+    for (size_t t = 0; t < leaves.size(); ++t) {
+      producers.emplace_back([t, &leaves, &outputs] {
+        Tensor x = full({8}, 0.1 * static_cast<double>(t + 1)).requires_grad_();
+        Tensor y = x;
+        for (int i = 0; i < 20; ++i) y = tanh(y * 0.5 + 0.1).narrow(0, 0, 8);  // a view on every step
+        leaves[t] = x;
+        outputs[t] = y.sum();
+      });
+    }
+    for (auto& producer : producers) producer.join();  // their pools are gone; their blocks live on
+    for (size_t t = 0; t < leaves.size(); ++t) {
+      outputs[t].backward();
+      // The same chain on this thread gives the reference gradient.
+      Tensor x = full({8}, 0.1 * static_cast<double>(t + 1)).requires_grad_();
+      Tensor y = x;
+      for (int i = 0; i < 20; ++i) y = tanh(y * 0.5 + 0.1).narrow(0, 0, 8);
+      y.sum().backward();
+      CHECK(equal(leaves[t].grad(), x.grad()));
+    }
+  }
+}
