@@ -13,8 +13,8 @@
 #include <vector>
 
 #include <strata/tensor/device_hooks.h>
-#include <strata/tensor/small_blocks.h>
 #include <strata/tensor/errors.h>
+#include <strata/tensor/small_blocks.h>
 
 namespace strata {
 
@@ -57,8 +57,8 @@ constexpr size_t class_capacity(int size_class_index) {
   const size_t most = bytes <= kLargestSmallBlock ? kMaxSmallBlocksPerClass : kMaxBlocksPerClass;
   return by_bytes < kMinBlocksPerClass ? kMinBlocksPerClass : by_bytes > most ? most : by_bytes;
 }
-static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) == kMaxSmallBlocksPerClass && class_capacity(6) == kMaxBlocksPerClass &&
-              class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
+static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) == kMaxSmallBlocksPerClass &&
+              class_capacity(6) == kMaxBlocksPerClass && class_capacity(kNumClasses - 1) == kMinBlocksPerClass);
 
 // Note [CPU large-block cache]
 // Blocks over kLargestClass used to go straight back to the system, so every out-of-place op
@@ -250,25 +250,27 @@ void release_cached_blocks() {
 // freed on any thread, as tensor data may.
 // Under AddressSanitizer every block comes from and goes back to the system, so that a use of a
 // freed node or tensor is reported instead of reading a recycled block.
+namespace {
+ThreadCache* small_block_cache() {
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPoolSmallBlocks = false;
+  return nullptr;
 #else
-constexpr bool kPoolSmallBlocks = true;
+  return thread_cache();
 #endif
+}
+}  // namespace
 
 void* detail::allocate_small_block(size_t nbytes) {
   STRATA_INTERNAL_ASSERT(nbytes <= kLargestSmallBlock, "allocate_small_block(", nbytes, ") is over ",
                          kLargestSmallBlock, " bytes");
   const int index = size_class(nbytes);
-  if constexpr (!kPoolSmallBlocks) return system_allocate(class_bytes(index));
-  if (ThreadCache* cache = thread_cache())
+  if (ThreadCache* cache = small_block_cache())
     if (void* block = cache->pop(index)) return block;
   return system_allocate(class_bytes(index));
 }
 
 void detail::free_small_block(void* block, size_t nbytes) noexcept {
-  if constexpr (!kPoolSmallBlocks) return std::free(block);
-  if (ThreadCache* cache = thread_cache(); cache && cache->push(size_class(nbytes), block)) return;
+  if (ThreadCache* cache = small_block_cache(); cache && cache->push(size_class(nbytes), block)) return;
   std::free(block);
 }
 

@@ -50,16 +50,11 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
   refresh_numel_and_contiguity();
 }
 
-// Row-major strides are contiguous by definition (Note [Contiguity]): one pass fills them.
+// Row-major strides are contiguous by definition (Note [Contiguity]): nothing to recompute.
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
   numel_ = checked_numel(sizes, "TensorImpl");  // throws before anything else changes
   sizes_.assign(sizes);
-  strides_.resize(sizes.size());
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides_[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;  // as contiguous_strides
-  }
+  strides_ = contiguous_strides(sizes);
   storage_offset_ = 0;
   is_contiguous_ = true;
 }
