@@ -50,6 +50,10 @@ function(strata_layer_settings target layer)
   target_include_directories(${target} PRIVATE ${STRATA_LAYER_ROOTS}/${layer})
   target_link_libraries(${target} PRIVATE strata_flags Threads::Threads)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
+  # See Note [Binding calls inside libstrata] in CMakeLists.txt.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-semantic-interposition>)
+  endif()
   # GCC 12 reports false positives inside libstdc++'s string copies (-Wrestrict, GCC bug 105329).
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
     target_compile_options(${target} PRIVATE -Wno-restrict)

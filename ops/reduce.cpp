@@ -317,7 +317,7 @@ using autograd::AutogradContext;
 // non-differentiable rather than refused.
 struct SumFunction : autograd::Function<SumFunction> {
   static constexpr std::string_view name() { return "SumBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, std::optional<ScalarType> dtype) {
     Tensor out = sum(self, dtype);
     return out;
   }
@@ -352,7 +352,7 @@ using MeanDimSignature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool,
 // mean: the gradient spread evenly over the reduced elements.
 struct MeanFunction : autograd::Function<MeanFunction> {
   static constexpr std::string_view name() { return "MeanBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, std::optional<ScalarType> dtype) {
     return mean(self, dtype);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {

@@ -449,7 +449,7 @@ using autograd::AutogradContext;
 
 struct ViewFunction : autograd::Function<ViewFunction> {
   static constexpr std::string_view name() { return "ViewBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, IntArrayRef size) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, IntArrayRef size) {
     return view(self, size);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -518,7 +518,7 @@ struct CopyFunction : autograd::Function<CopyFunction> {
 // an integral or bool dtype carries no gradient, as in PyTorch.
 struct ToCopyFunction : autograd::Function<ToCopyFunction> {
   static constexpr std::string_view name() { return "ToCopyBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, std::optional<ScalarType> dtype,
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, std::optional<ScalarType> dtype,
                         std::optional<Device> device, bool non_blocking) {
     static const auto op = find_op("strata::_to_copy")
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
@@ -530,7 +530,7 @@ struct ToCopyFunction : autograd::Function<ToCopyFunction> {
 // squeeze and unsqueeze only drop or add size-1 dims: the gradient is reshaped back.
 struct SqueezeFunction : autograd::Function<SqueezeFunction> {
   static constexpr std::string_view name() { return "SqueezeBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self) {
     return squeeze(self);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -540,7 +540,7 @@ struct SqueezeFunction : autograd::Function<SqueezeFunction> {
 
 struct SqueezeDimFunction : autograd::Function<SqueezeDimFunction> {
   static constexpr std::string_view name() { return "SqueezeBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, int64_t dim) {
     return squeeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -550,7 +550,7 @@ struct SqueezeDimFunction : autograd::Function<SqueezeDimFunction> {
 
 struct UnsqueezeFunction : autograd::Function<UnsqueezeFunction> {
   static constexpr std::string_view name() { return "UnsqueezeBackward"; }
-  static Tensor forward(AutogradContext* ctx, const Tensor& self, int64_t dim) {
+  static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, int64_t dim) {
     return unsqueeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
