@@ -269,3 +269,45 @@ TEST_CASE("function: a dirty output that is a view rewrites its base's history")
   base.sum().backward();
   CHECK(allclose(leaf.grad(), f64({1.0, 2.0, 2.0})));
 }
+
+// Note [Accumulating small gradients]: the direct loop and the dispatched add_ agree bit for
+// bit, bump .grad's version, and leave every case the loop does not take to add_.
+TEST_CASE("engine: accumulating into .grad gives add_'s bits and version on every path") {
+  manual_seed(3);
+  for (int64_t n : {1, 7, 4096, 4097}) {
+    Tensor x = randn({n}).requires_grad_();
+    Tensor first = randn({n}), second = randn({n});
+    x.backward(first);
+    const uint32_t version = x.grad().version();
+    x.backward(second);
+    CHECK(x.grad().version() == version + 1);
+    CHECK(equal(x.grad(), first + second));
+  }
+  // float64, a strided .grad, and a gradient sharing .grad's storage go through add_.
+  Tensor d = randn({5}, kFloat64).requires_grad_();
+  d.backward(ones({5}, kFloat64));
+  d.backward(full({5}, 0.25, kFloat64));
+  CHECK(equal(d.grad(), full({5}, 1.25, kFloat64)));
+  Tensor s = zeros({2, 3}).requires_grad_();
+  s.set_grad(zeros({3, 2}).t());
+  s.backward(ones({2, 3}));
+  CHECK(equal(s.grad(), ones({2, 3})));
+  CHECK(!s.grad().is_contiguous());
+  Tensor own = zeros({4}).requires_grad_();
+  own.backward(ones({4}));
+  own.backward(own.grad());  // adds .grad to itself: doubles it, as add_ does
+  CHECK(equal(own.grad(), full({4}, 2.0)));
+}
+
+TEST_CASE("engine: the implicit gradient of a one-element output is a one of its dtype") {
+  for (ScalarType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    Tensor x = full({1, 1}, 2.0, dtype).requires_grad_();
+    (x * 3).backward();
+    CHECK(x.grad().dtype() == dtype);
+    CHECK(x.grad().sizes() == IntArrayRef({1, 1}));
+    CHECK(x.grad().item<double>() == 3.0);
+  }
+  Tensor z = tensor({1.0f}).requires_grad_();
+  std::vector<Tensor> grads = autograd::grad({z.sum() * 5}, {z});
+  CHECK(grads[0].item<float>() == 5.0f);
+}
