@@ -146,6 +146,17 @@ namespace detail {
 // this node (through CopySlices when it is a view), and its version is bumped unless forward
 // already did (a Function writing through data_ptr is still seen as a mutation; a built-in
 // in-place op bumped once already and is not bumped twice).
+namespace {
+// A recorded view output has history now, unless it is a view of a view made without grad.
+// See Note [Views made without grad] in autograd/variable.cpp.
+void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) {
+  AutogradMeta* meta = meta_of(output);
+  if (!meta || !meta->made_without_grad_) return;
+  meta->made_without_grad_ = std::any_of(inputs.begin(), inputs.end(),
+                                         [](const ForwardInput& input) { return made_without_grad(input.impl); });
+}
+}  // namespace
+
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -169,8 +180,12 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
       // An input returned as it is: give the output its own identity (a view) to record on.
       output = strata::detail::make_view(output, output.sizes(), output.strides(), output.storage_offset());
     }
-    if (dirty) rebase_history(output, node, static_cast<uint32_t>(i), self_slot);
-    else set_history(output, node, static_cast<uint32_t>(i));
+    if (dirty) {
+      rebase_history(output, node, static_cast<uint32_t>(i), self_slot);
+    } else {
+      clear_made_without_grad(output, inputs);
+      set_history(output, node, static_cast<uint32_t>(i));
+    }
   }
   ctx.save_variables(outputs, node);
 }

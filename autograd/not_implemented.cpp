@@ -67,7 +67,12 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   const size_t first = stack.size() - arguments;
   auto node = std::make_shared<NotImplementedNode>(op.name());
   bool any_requires_grad = false;
-  if (is_grad_enabled()) attach_inputs(*node, stack, first, arguments, any_requires_grad);
+  bool input_made_without_grad = false;  // Note [Views made without grad] in variable.cpp
+  if (is_grad_enabled()) {
+    attach_inputs(*node, stack, first, arguments, any_requires_grad);
+    for (size_t i = first; i < stack.size(); ++i)
+      if (stack[i].is_tensor() && detail::made_without_grad(stack[i].to_tensor().impl())) input_made_without_grad = true;
+  }
   {
     ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);
     // On to the keys below autograd that this call dispatched with (not keys gathered again
@@ -77,7 +82,9 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   if (!any_requires_grad) return;
   const size_t results = op.schema().returns.size();
   auto record = [&](const Tensor& out) {
-    if (out.defined() && out.is_floating_point()) detail::set_history(out, node, node->add_output_metadata(out));
+    if (!out.defined() || !out.is_floating_point()) return;
+    if (AutogradMeta* meta = detail::meta_of(out)) meta->made_without_grad_ = input_made_without_grad;
+    detail::set_history(out, node, node->add_output_metadata(out));
   };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
     // A leaf that requires grad among the results is an input returned as it is: it gets its own

@@ -1,6 +1,7 @@
 // Tensor's autograd methods, per-tensor autograd state, and leaf gradient accumulation.
 #include <strata/autograd/variable.h>
 #include <strata/dispatch/keepalive.h>
+#include <strata/tensor/view_hooks.h>
 
 #include <algorithm>
 
@@ -74,6 +75,10 @@ Edge gradient_edge(const Tensor& t) {
 // See Note [In-place on views] in autograd/view.h.
 void check_inplace(const Tensor& self, const char* op) {
   const AutogradMeta* meta = meta_of(self);
+  STRATA_CHECK(!(meta && meta->made_without_grad_ && view_requires_grad(self)), "[", op, "] a view (shape ",
+               self.sizes(), ") taken under NoGradGuard of a tensor that requires grad is being changed in place "
+               "with grad mode on; whether that change belongs on the tape is ambiguous, so it is refused: make the "
+               "view and change it both under NoGradGuard (not recorded) or both outside it (recorded)");
   STRATA_CHECK(!(meta && meta->requires_grad_ && !meta->grad_fn_), "[", op,
                "] a leaf tensor that requires grad is being used in an in-place operation (shape ", self.sizes(),
                "); do it under NoGradGuard or on a clone");
@@ -178,6 +183,20 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
 }
 
 namespace {
+// Note [Views made without grad]
+// A view of a tensor that requires grad normally gets its history from the view op's Function
+// (ViewBackward...). A view made under NoGradGuard gets none, and changing it in place with grad
+// mode on later would be ambiguous: record the change on the base's tape, or not? As LibTorch
+// does (its CreationMeta::NO_GRAD_MODE), strata refuses that change (check_inplace) and allows
+// every other use of such a view. make_view marks every view of a base that requires grad as
+// made without grad (through this hook: tensor/ does not link to autograd/); wire_outputs
+// clears the mark on a view output its Function records, unless an input of that Function
+// carries the mark (a view of such a view inherits it, as in LibTorch). Regenerating a view's
+// history (Note [Stale views]) leaves the mark alone.
+const bool view_made_hook_installed = (strata::detail::set_view_made_hook([](const Tensor& view) {
+  autograd::detail::materialize_meta(view).made_without_grad_ = true;
+}), true);
+
 // from_blob's TensorOptions::requires_grad reaches requires_grad_ through this hook (tensor/
 // does not link to autograd/; see Note [Layers] in cmake/StrataLayers.cmake).
 const bool requires_grad_hook_installed = (strata::detail::set_requires_grad_hook([](const Tensor& tensor, bool on) {

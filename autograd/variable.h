@@ -29,6 +29,9 @@ class AutogradMeta final : public AutogradMetaInterface {
     GradientHook fn;
   };
   std::vector<LeafHook> leaf_hooks_;  // a leaf's hooks, run by its AccumulateGrad
+  // A view of a tensor that requires grad, made where no history was recorded for it (Note
+  // [Views made without grad]): it must not change in place while grad mode is on.
+  bool made_without_grad_ = false;
   // Guards grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
   std::mutex mutex_;
 };
@@ -54,6 +57,11 @@ void refresh_view_history(const Tensor& t);
 // Invalid for tensors that do not require grad.
 Edge gradient_edge(const Tensor& t);
 bool view_requires_grad(const Tensor& t);  // a view whose base gained a history since
+// Whether `impl` is a view made without grad mode (Note [Views made without grad]).
+inline bool made_without_grad(const TensorImpl* impl) {
+  const auto* meta = impl ? static_cast<const AutogradMeta*>(impl->autograd_meta()) : nullptr;
+  return meta && meta->made_without_grad_;
+}
 inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);
   if (meta && meta->requires_grad()) return true;

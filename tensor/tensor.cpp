@@ -4,6 +4,7 @@
 #include <strata/tensor/device_hooks.h>
 #include <strata/tensor/host_read.h>
 #include <strata/tensor/small_blocks.h>
+#include <strata/tensor/view_hooks.h>
 
 #include <atomic>
 #include <utility>
@@ -162,12 +163,20 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
 // make_view checks that every element of the new geometry lies inside the base's storage, so a
 // wrong view kernel (or a user's as_strided-like call) fails with an error instead of reading
 // memory it does not own. The check costs one pass over the dims.
+namespace {
+std::atomic<ViewMadeHook> view_made_hook{nullptr};
+}  // namespace
+
+void set_view_made_hook(ViewMadeHook hook) { view_made_hook.store(hook, std::memory_order_release); }
+
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   Tensor view = make_alias(base, sizes, strides, storage_offset);
   // See Note [Views and their base]: a view of a view shares the root.
   const intrusive_ptr<TensorImpl>& root = base.impl()->view_base() ? base.impl()->view_base_ptr() : base.impl_ptr();
   view.impl()->set_view_base(root);
   view.impl()->set_view_version(base.impl()->version());
+  if (const AutogradMetaInterface* meta = root->autograd_meta(); meta && meta->requires_grad())
+    if (ViewMadeHook hook = view_made_hook.load(std::memory_order_acquire)) hook(view);
   return view;
 }
 

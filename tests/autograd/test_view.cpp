@@ -213,3 +213,39 @@ TEST_CASE("view: retain_grad on a view follows its in-place change") {
   CHECK(first.grad().item<double>() == 5.0);  // the gradient of the new value
   CHECK(w.grad().item<double>() == 15.0);
 }
+
+// Note [Views made without grad]
+TEST_CASE("views: a view taken under NoGradGuard of a tensor that requires grad is not changed in place with grad on") {
+  Tensor leaf = ones({2, 3}).requires_grad_();
+  Tensor base = leaf * 2;
+  Tensor v;
+  {
+    NoGradGuard guard;
+    v = base.view({6});
+    v.mul_(3);  // allowed: the view and the change are both under the guard
+  }
+  expect_error<Error>([&] { v.add_(1); }, "[add_]", {"NoGradGuard", "in place"});
+  Tensor w = v.view({3, 2});  // a view of that view, made with grad on, inherits the mark
+  expect_error<Error>([&] { w.add_(1); }, "[add_]", {"NoGradGuard"});
+  Tensor used = v * 2;  // every other use is allowed, and regenerating v's history keeps the mark
+  CHECK(used.grad_fn() != nullptr);
+  expect_error<Error>([&] { v.add_(1); }, "[add_]", {"NoGradGuard"});
+  {
+    NoGradGuard guard;
+    w.add_(1);
+  }
+  // Views made with grad on change in place as before; so do views of tensors without grad.
+  Tensor fine = base.view({6});
+  fine.add_(1);
+  CHECK(fine.grad_fn() != nullptr);
+  Tensor plain = ones({4});
+  Tensor plain_view;
+  {
+    NoGradGuard guard;
+    plain_view = plain.view({2, 2});
+  }
+  plain_view.add_(1);
+  CHECK(equal(plain, full({4}, 2.0)));
+  (fine.sum() + used.sum()).backward();
+  CHECK(leaf.grad().defined());
+}
