@@ -145,6 +145,51 @@ void scalar_out_cpu_no_alpha(const Tensor& out, const Tensor& self, const Scalar
   compute_scalar(kind, arith_name(kind), out, self, other, 1);
 }
 
+// Note [Small same-shape float ops]
+// A functional add, sub, mul or div of two float32 CPU tensors of the same sizes, both
+// contiguous, with at most kSmallElements elements, is the common case of per-op-bound code.
+// It needs no broadcasting, promotion or strided loop, so it skips the shape function and the
+// generic kernel: the output is a new contiguous float32 tensor of those sizes, as the shape
+// function would make it, and each element is the same one float operation the generic
+// functors perform (unit alpha only), so the results are bit for bit the generic kernel's.
+// Larger tensors keep the generic kernel, which may split the work across threads.
+constexpr int64_t kSmallElements = 4096;
+
+bool small_same_float(const Tensor& self, const Tensor& other) {
+  return self.dtype() == kFloat32 && other.dtype() == kFloat32 && self.device().is_cpu() && other.device().is_cpu() &&
+         self.numel() <= kSmallElements && self.sizes() == other.sizes() && self.is_contiguous() &&
+         other.is_contiguous();
+}
+
+template <Arith kind>
+Tensor small_float_binary(const Tensor& self, const Tensor& other) {
+  Tensor out = detail::make_empty(self.sizes(), kFloat32, self.device());
+  const float* a = self.data_ptr<float>();
+  const float* b = other.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const int64_t n = self.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kind == Arith::add) o[i] = a[i] + b[i];
+    else if constexpr (kind == Arith::sub) o[i] = a[i] - b[i];
+    else if constexpr (kind == Arith::mul) o[i] = a[i] * b[i];
+    else o[i] = a[i] / b[i];
+  }
+  return out;
+}
+
+template <auto Shape, Arith kind>
+Tensor binary_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  // A bool alpha is an error for float results: the shape function reports it.
+  if (small_same_float(self, other) && !alpha.is_bool() && alpha.to_double() == 1.0)
+    return small_float_binary<kind>(self, other);
+  return detail::Structured<Shape, &binary_out_cpu<kind>>::functional(self, other, alpha);
+}
+template <auto Shape, Arith kind>
+Tensor binary_cpu_no_alpha(const Tensor& self, const Tensor& other) {
+  if (small_same_float(self, other)) return small_float_binary<kind>(self, other);
+  return detail::Structured<Shape, &binary_out_cpu_no_alpha<kind>>::functional(self, other);
+}
+
 }  // namespace
 
 STRATA_LIBRARY_FRAGMENT(strata, m) {
@@ -181,13 +226,13 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   using namespace shapes;
   using detail::structured, detail::structured_in_place, detail::structured_out;
-  m.impl("add.Tensor", structured<&add_tensor, &binary_out_cpu<Arith::add>>());
+  m.impl("add.Tensor", &binary_cpu<&add_tensor, Arith::add>);  // Note [Small same-shape float ops]
   m.impl("add.Scalar", structured<&add_scalar, &scalar_out_cpu<Arith::add>>());
-  m.impl("sub.Tensor", structured<&sub_tensor, &binary_out_cpu<Arith::sub>>());
+  m.impl("sub.Tensor", &binary_cpu<&sub_tensor, Arith::sub>);
   m.impl("sub.Scalar", structured<&sub_scalar, &scalar_out_cpu<Arith::sub>>());
-  m.impl("mul.Tensor", structured<&mul_tensor, &binary_out_cpu_no_alpha<Arith::mul>>());
+  m.impl("mul.Tensor", &binary_cpu_no_alpha<&mul_tensor, Arith::mul>);
   m.impl("mul.Scalar", structured<&mul_scalar, &scalar_out_cpu_no_alpha<Arith::mul>>());
-  m.impl("div.Tensor", structured<&div_tensor, &binary_out_cpu_no_alpha<Arith::div>>());
+  m.impl("div.Tensor", &binary_cpu_no_alpha<&div_tensor, Arith::div>);
   m.impl("div.Scalar", structured<&div_scalar, &scalar_out_cpu_no_alpha<Arith::div>>());
   m.impl("add_.Tensor", structured_in_place<&add_tensor_in_place, &binary_out_cpu<Arith::add>, "add_">());
   m.impl("add_.Scalar", structured_in_place<&add_scalar_in_place, &scalar_out_cpu<Arith::add>, "add_">());

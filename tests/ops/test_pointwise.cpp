@@ -1,5 +1,7 @@
 // Tests for ops/pointwise.cpp (add, sub, mul, div and their in-place forms), the
 // broadcasting and promotion helpers in ops/elementwise.cpp, and the arithmetic operators.
+#include <cstring>
+
 #include "op_test_util.h"
 
 using namespace strata;
@@ -254,4 +256,35 @@ TEST_CASE("pointwise: int8 and int16 arithmetic wraps and promotes like PyTorch"
   Tensor narrowed = i8.clone();
   narrowed.add_(i16);  // int16 may be cast into int8 in place (same category), wrapping, as in PyTorch
   check_values(narrowed, {3}, kInt8, {1127 - 1024, -1128 + 1024, 7});
+}
+
+// Note [Small same-shape float ops]: the short path and the generic kernel (reached through
+// the out= form) agree bit for bit, special values included, on both sides of the size limit.
+TEST_CASE("pointwise: small same-shape float32 add/sub/mul/div equal the generic kernel's bits") {
+  manual_seed(11);
+  const float specials[] = {0.0f, -0.0f, 1e-40f, -1e-40f, INFINITY, -INFINITY, NAN, 3.4e38f, -1.5f, 7.0f};
+  for (int64_t n : {int64_t{1}, int64_t{10}, int64_t{4096}, int64_t{4097}}) {
+    Tensor a = randn({n}) * 100, b = randn({n});
+    float* pa = a.data_ptr<float>();
+    float* pb = b.data_ptr<float>();
+    for (int64_t i = 0; i < std::min<int64_t>(n, 10); ++i) pa[i] = specials[i], pb[i] = specials[9 - i];
+    auto same_bits = [](const Tensor& x, const Tensor& y) {
+      return x.sizes() == y.sizes() && x.dtype() == y.dtype() &&
+             std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<size_t>(x.numel()) * sizeof(float)) == 0;
+    };
+    Tensor out = empty({0});
+    CHECK(same_bits(add(a, b), add_out(out, a, b)));
+    CHECK(same_bits(sub(a, b), sub_out(out, a, b)));
+    CHECK(same_bits(mul(a, b), mul_out(out, a, b)));
+    CHECK(same_bits(div(a, b), div_out(out, a, b)));
+    CHECK(same_bits(add(a, b, 0.5), add_out(out, a, b, 0.5)));  // alpha is not 1: the generic kernel
+    Tensor view = a.view({n, 1}).expand({n, 2}).select(1, 0);     // not the same shape kind of input
+    CHECK(same_bits(add(a, view), add_out(out, a, view)));
+  }
+  Tensor m = randn({3, 4});
+  Tensor mt = randn({4, 3}).t();  // same sizes, not contiguous: the generic kernel
+  Tensor out = empty({0});
+  CHECK(equal(m + mt, add_out(out, m, mt)));
+  CHECK((m + mt).is_contiguous());
+  check_values(tensor({1.0f, 2.0f}) / tensor({4.0f, -0.0f}), {2}, kFloat32, {0.25, -INFINITY});
 }
