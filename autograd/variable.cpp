@@ -127,8 +127,8 @@ bool accumulate_small_float(const Tensor& into, const Tensor& grad) {
       grad.device().type() != kCPU || into.numel() > kSmallGradient || !into.is_contiguous() ||
       !grad.is_contiguous() || into.sizes() != grad.sizes() || into.impl()->storage() == grad.impl()->storage())
     return false;
-  float* out = into.data_ptr<float>();
-  const float* in = grad.data_ptr<float>();
+  float* out = static_cast<float*>(into.impl()->data());  // checked above: float32 CPU tensors
+  const float* in = static_cast<const float*>(grad.impl()->data());
   for (int64_t i = 0, n = into.numel(); i < n; ++i) out[i] += in[i];
   into.impl()->bump_version();
   return true;

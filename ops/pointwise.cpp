@@ -164,9 +164,9 @@ bool small_same_float(const Tensor& self, const Tensor& other) {
 template <Arith kind>
 Tensor small_float_binary(const Tensor& self, const Tensor& other) {
   Tensor out = detail::make_empty(self.sizes(), kFloat32, self.device());
-  const float* a = self.data_ptr<float>();
-  const float* b = other.data_ptr<float>();
-  float* o = out.data_ptr<float>();
+  const float* a = detail::data_of<float>(self);  // checked above: float32 CPU tensors
+  const float* b = detail::data_of<float>(other);
+  float* o = detail::data_of<float>(out);
   const int64_t n = self.numel();
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (kind == Arith::add) o[i] = a[i] + b[i];

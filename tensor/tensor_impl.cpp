@@ -54,7 +54,12 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
   numel_ = checked_numel(sizes, "TensorImpl");  // throws before anything else changes
   sizes_.assign(sizes);
-  strides_ = contiguous_strides(sizes);
+  strides_.assign(sizes.size(), 1);  // row-major strides, written in place (see contiguous_strides)
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides_[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
   storage_offset_ = 0;
   is_contiguous_ = true;
 }
@@ -92,18 +97,23 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   return strides;
 }
 
+// One pass for the common case (every size non-negative, the product fits); a size list with
+// a negative or a zero size, or an overflowing product, is sorted out after it.
 int64_t checked_numel(IntArrayRef sizes, const char* op) {
+  int64_t numel = 1;
+  bool overflow = false, negative = false;
+  for (int64_t size : sizes) {
+    negative |= size < 0;
+    overflow |= __builtin_mul_overflow(numel, size, &numel);
+  }
+  if (!negative && !overflow && numel != 0) return numel;
   bool has_zero = false;
   for (int64_t size : sizes) {
     STRATA_CHECK_VALUE(size >= 0, "[", op, "] negative dimension ", size, " in size ", sizes);
     has_zero |= size == 0;
   }
   if (has_zero) return 0;
-  int64_t numel = 1;
-  for (int64_t size : sizes) {
-    STRATA_CHECK_VALUE(!__builtin_mul_overflow(numel, size, &numel), "[", op, "] size ", sizes,
-                       " has more elements than int64 can count");
-  }
+  STRATA_CHECK_VALUE(!overflow, "[", op, "] size ", sizes, " has more elements than int64 can count");
   return numel;
 }
 

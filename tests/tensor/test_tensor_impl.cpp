@@ -111,6 +111,11 @@ TEST_CASE("tensor_impl: checked_numel") {
   CHECK(checked_numel({2, 0, 3}, "op") == 0);
   CHECK(checked_numel({std::numeric_limits<int64_t>::max(), 2, 0}, "op") == 0);  // zero wins over overflow
   CHECK_THROWS_WITH_AS(checked_numel({2, -1}, "zeros"), "[zeros] negative dimension -1 in size [2, -1]", ValueError);
+  // A negative size wins over a zero and over an overflow, wherever it is.
+  CHECK_THROWS_WITH_AS(checked_numel({0, -1}, "zeros"), "[zeros] negative dimension -1 in size [0, -1]", ValueError);
+  CHECK_THROWS_WITH_AS(checked_numel({std::numeric_limits<int64_t>::max(), 2, -4}, "zeros"),
+                       "[zeros] negative dimension -4 in size [9223372036854775807, 2, -4]", ValueError);
+  CHECK(checked_numel({std::numeric_limits<int64_t>::max()}, "op") == std::numeric_limits<int64_t>::max());
   CHECK_THROWS_WITH_AS(checked_numel({int64_t{1} << 40, int64_t{1} << 40}, "empty"),
                        "[empty] size [1099511627776, 1099511627776] has more elements than int64 can count",
                        ValueError);
