@@ -141,11 +141,6 @@ void AutogradContext::release() {
 
 namespace detail {
 
-// Note [Mark dirty]
-// A tensor marked dirty is an input the forward changed in place: its history is rebased onto
-// this node (through CopySlices when it is a view), and its version is bumped unless forward
-// already did (a Function writing through data_ptr is still seen as a mutation; a built-in
-// in-place op bumped once already and is not bumped twice).
 namespace {
 // A recorded view output has history now, unless it is a view of a view made without grad.
 // See Note [Views made without grad] in autograd/variable.cpp.
@@ -157,6 +152,11 @@ void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) 
 }
 }  // namespace
 
+// Note [Mark dirty]
+// A tensor marked dirty is an input the forward changed in place: its history is rebased onto
+// this node (through CopySlices when it is a view), and its version is bumped unless forward
+// already did (a Function writing through data_ptr is still seen as a mutation; a built-in
+// in-place op bumped once already and is not bumped twice).
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {

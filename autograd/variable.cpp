@@ -110,10 +110,6 @@ Tensor run_leaf_hooks(const Tensor& variable, std::vector<AutogradMeta::LeafHook
   return grad;
 }
 
-// Note [Dense leaf gradients]
-// .grad is always a dense tensor of its own: a gradient that arrives expanded (sum's backward
-// gives stride 0), strided, or shared with someone else (another leaf's .grad, the caller's
-// gradient) is copied. Under create_graph the copy is a differentiable clone().
 namespace {
 // Note [Accumulating small gradients]
 // Adding a gradient into .grad is one dispatched add_ per leaf per backward pass; for the small
@@ -135,6 +131,10 @@ bool accumulate_small_float(const Tensor& into, const Tensor& grad) {
 }
 }  // namespace
 
+// Note [Dense leaf gradients]
+// .grad is always a dense tensor of its own: a gradient that arrives expanded (sum's backward
+// gives stride 0), strided, or shared with someone else (another leaf's .grad, the caller's
+// gradient) is copied. Under create_graph the copy is a differentiable clone().
 tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor grad = std::move(grads.at(0));
   if (!grad.defined()) return {};

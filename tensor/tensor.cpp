@@ -159,16 +159,16 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
   return Tensor(make_tensor_with_storage(data, static_cast<size_t>(nbytes), dtype, sizes));
 }
 
-// Note [View bounds]
-// make_view checks that every element of the new geometry lies inside the base's storage, so a
-// wrong view kernel (or a user's as_strided-like call) fails with an error instead of reading
-// memory it does not own. The check costs one pass over the dims.
 namespace {
 std::atomic<ViewMadeHook> view_made_hook{nullptr};
 }  // namespace
 
 void set_view_made_hook(ViewMadeHook hook) { view_made_hook.store(hook, std::memory_order_release); }
 
+// Note [View bounds]
+// make_view checks that every element of the new geometry lies inside the base's storage, so a
+// wrong view kernel (or a user's as_strided-like call) fails with an error instead of reading
+// memory it does not own. The check costs one pass over the dims.
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   Tensor view = make_alias(base, sizes, strides, storage_offset);
   // See Note [Views and their base]: a view of a view shares the root.
