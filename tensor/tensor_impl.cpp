@@ -51,15 +51,22 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
 }
 
 // Row-major strides are contiguous by definition (Note [Contiguity]): nothing to recompute.
+namespace {
+// Row-major strides for sizes, written into `strides` (no temporary DimVector).
+void assign_contiguous_strides(DimVector& strides, IntArrayRef sizes) {
+  strides.assign(sizes.size(), 1);
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;  // like PyTorch: size 0 and 1 dims do not scale the stride
+  }
+}
+}  // namespace
+
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
   numel_ = checked_numel(sizes, "TensorImpl");  // throws before anything else changes
   sizes_.assign(sizes);
-  strides_.assign(sizes.size(), 1);  // row-major strides, written in place (see contiguous_strides)
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides_[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;
-  }
+  assign_contiguous_strides(strides_, sizes);
   storage_offset_ = 0;
   is_contiguous_ = true;
 }
@@ -88,12 +95,8 @@ void TensorImpl::refresh_numel_and_contiguity() {
 void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_meta_ = std::move(meta); }
 
 DimVector contiguous_strides(IntArrayRef sizes) {
-  DimVector strides(sizes.size(), 1);
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;  // like PyTorch: size 0 and 1 dims do not scale the stride
-  }
+  DimVector strides;
+  assign_contiguous_strides(strides, sizes);
   return strides;
 }
 
