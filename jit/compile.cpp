@@ -131,11 +131,12 @@ Node fused_node(const Graph& graph, const Chain& chain, const std::set<int>& rea
     const std::string& op = graph.nodes()[i].op;
     names += (names.empty() ? "" : ",") + op.substr(op.find("::") + 2);
   }
-  auto run = [program = std::move(program)](const tensor_list& inputs) {
+  auto run = [prepared = std::make_shared<const detail::PreparedFusedProgram>(std::move(program))](
+                 const tensor_list& inputs) {
     tensor_list dense;
     dense.reserve(inputs.size());
     for (const Tensor& input : inputs) dense.push_back(input.is_contiguous() ? input : input.contiguous());
-    return detail::run_fused(program, dense);
+    return prepared->run(dense);
   };
   node.function = std::make_shared<TracedFunction>(TracedFunction{std::move(names), std::move(run)});
   return node;

@@ -195,16 +195,20 @@ struct Home {
   int index;  // the input, output or slot number
 };
 
-struct Plan {
+}  // namespace
+
+struct FusedPlan {
   std::vector<Home> homes;                  // per register
   std::vector<std::pair<int, int>> copies;  // (output, register): outputs filled by a copy
   int slot_count = 0;
 };
 
+namespace {
+
 // Gives each register a home: inputs stay put, the first output naming a register is written
 // in place, and the rest take slots, freed after the last step that reads them.
-Plan make_plan(const FusedProgram& program, bool stream_outputs) {
-  Plan plan;
+FusedPlan make_plan(const FusedProgram& program, bool stream_outputs) {
+  FusedPlan plan;
   plan.homes.resize(program.register_count, Home{HomeKind::slot, -1});
   for (int r = 0; r < program.input_count; ++r) plan.homes[r] = {HomeKind::input, r};
   for (size_t k = 0; k < program.outputs.size(); ++k) {
@@ -375,7 +379,7 @@ struct Executor {
   static constexpr int64_t kLanes = kSlotAlignment / static_cast<int64_t>(sizeof(C));
 
   const FusedProgram& program;
-  const Plan& plan;
+  const FusedPlan& plan;
   std::vector<const C*> inputs;
   std::vector<C*> outputs;
   int64_t slot_stride = 0;  // elements between slots: a tile, its alignment offset, rounded
@@ -436,10 +440,9 @@ struct Executor {
 };
 
 template <class C>
-void run_program(const FusedProgram& program, const tensor_list& inputs, const tensor_list& outputs) {
+void run_program(const FusedProgram& program, const FusedPlan& plan, bool stream, const tensor_list& inputs,
+                 const tensor_list& outputs) {
   const int64_t numel = inputs[0].numel();
-  const bool stream = numel * static_cast<int64_t>(sizeof(C)) >= kStreamBytes;
-  const Plan plan = make_plan(program, stream);
   Executor<C> executor{program, plan, {}, {}, 0, stream};
   for (const Tensor& input : inputs) executor.inputs.push_back(static_cast<const C*>(input.data_ptr()));
   for (const Tensor& output : outputs) executor.outputs.push_back(static_cast<C*>(output.data_ptr()));
@@ -461,17 +464,35 @@ std::optional<FusedOp> fused_op_for(std::string_view op_name) {
   return std::nullopt;
 }
 
-tensor_list run_fused(const FusedProgram& program, const tensor_list& inputs) {
-  check_program(program);
-  check_inputs(program, inputs);
+// Note [Prepared fused programs]
+// Checking a program and giving its registers homes take time linear in its steps, as long as
+// running it over a few elements: for 100 x tanh(y * 0.5 + 0.1) on 8 floats they were a
+// quarter of a compiled call. A PreparedFusedProgram does both once, for both ways outputs can
+// be written (the choice depends on the size of each call's inputs), and each run only checks
+// its inputs. run_fused prepares the program for one run.
+PreparedFusedProgram::PreparedFusedProgram(FusedProgram program) : program_(std::move(program)) {
+  check_program(program_);
+  in_place_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, false));
+  streaming_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, true));
+}
+
+tensor_list PreparedFusedProgram::run(const tensor_list& inputs) const {
+  check_inputs(program_, inputs);
   tensor_list outputs;
-  outputs.reserve(program.outputs.size());
-  for (size_t k = 0; k < program.outputs.size(); ++k)
-    outputs.push_back(::strata::detail::make_empty(inputs[0].sizes(), program.dtype, Device(kCPU)));
-  if (inputs[0].numel() == 0 || outputs.empty()) return outputs;
-  if (program.dtype == kFloat32) run_program<float>(program, inputs, outputs);
-  else run_program<double>(program, inputs, outputs);
+  outputs.reserve(program_.outputs.size());
+  for (size_t k = 0; k < program_.outputs.size(); ++k)
+    outputs.push_back(::strata::detail::make_empty(inputs[0].sizes(), program_.dtype, Device(kCPU)));
+  const int64_t numel = inputs[0].numel();
+  if (numel == 0 || outputs.empty()) return outputs;
+  const bool stream = numel * static_cast<int64_t>(element_size(program_.dtype)) >= kStreamBytes;
+  const FusedPlan& plan = stream ? *streaming_plan_ : *in_place_plan_;
+  if (program_.dtype == kFloat32) run_program<float>(program_, plan, stream, inputs, outputs);
+  else run_program<double>(program_, plan, stream, inputs, outputs);
   return outputs;
+}
+
+tensor_list run_fused(const FusedProgram& program, const tensor_list& inputs) {
+  return PreparedFusedProgram(program).run(inputs);
 }
 
 }  // namespace strata::jit::detail

@@ -3,6 +3,7 @@
 // elementwise ops as one pass over cache-sized tiles, bit for bit as the eager ops would
 // compute it. See Note [Fused elementwise tiles] in fusion.cpp.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -53,5 +54,23 @@ std::optional<FusedOp> fused_op_for(std::string_view op_name);
 // history), one per output. Throws strata::Error naming [jit::run_fused] for a bad program or
 // bad inputs, and ValueError where the eager op would (a constant that overflows the dtype).
 tensor_list run_fused(const FusedProgram& program, const tensor_list& inputs);
+
+struct FusedPlan;  // where each register lives during a tile (jit/fusion.cpp)
+
+// A program checked and planned once, then run many times: what a compiled function keeps for
+// each fused chain, so that a call pays for neither (Note [Prepared fused programs]).
+class PreparedFusedProgram {
+ public:
+  // Throws as run_fused does for a malformed program.
+  explicit PreparedFusedProgram(FusedProgram program);
+  // run_fused(program, inputs), without checking and planning the program again.
+  tensor_list run(const tensor_list& inputs) const;
+  const FusedProgram& program() const { return program_; }
+
+ private:
+  FusedProgram program_;
+  std::shared_ptr<const FusedPlan> in_place_plan_;  // outputs written where they are
+  std::shared_ptr<const FusedPlan> streaming_plan_;  // outputs streamed out (Note [Streaming outputs])
+};
 
 }  // namespace strata::jit::detail

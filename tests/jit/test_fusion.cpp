@@ -18,6 +18,7 @@ using strata::jit::detail::FusedOp;
 using strata::jit::detail::FusedProgram;
 using strata::jit::detail::FusedStep;
 using strata::jit::detail::fused_op_for;
+using strata::jit::detail::PreparedFusedProgram;
 using strata::jit::detail::run_fused;
 using strata::testing::expect_error;
 
@@ -301,6 +302,31 @@ TEST_CASE("fusion: outputs may repeat, name inputs, and be read by later steps")
   }
   program.outputs = {};
   CHECK(run_fused(program, {make_values(3, kFloat32, 1), make_values(3, kFloat32, 2)}).empty());
+}
+
+// Note [Prepared fused programs]: one check and one plan per program, for every later run.
+TEST_CASE("fusion: a prepared program runs again and again as run_fused does") {
+  const PreparedFusedProgram prepared(multiply_add_program(kFloat32));
+  CHECK(prepared.program().steps.size() == 4);
+  // 8 MiB + 20 bytes per input: outputs from that size up are streamed out (kStreamBytes).
+  const int64_t streamed = (int64_t{8} << 20) / 4 + 5;
+  for (int64_t n : {int64_t{5}, kTile + 3, streamed, int64_t{7}}) {
+    tensor_list inputs;
+    for (int i = 0; i < 5; ++i) inputs.push_back(make_values(n, kFloat32, 20 + i));
+    const Tensor expected = sub(add(mul(inputs[0], inputs[1]), mul(inputs[2], inputs[3])), inputs[4]);
+    for (int run = 0; run < 2; ++run) {
+      const tensor_list outputs = prepared.run(inputs);
+      REQUIRE(outputs.size() == 1);
+      CHECK(same_bits(outputs[0], expected));
+    }
+    CHECK(same_bits(run_fused(multiply_add_program(kFloat32), inputs)[0], expected));
+  }
+  tensor_list wrong_dtype;
+  for (int i = 0; i < 5; ++i) wrong_dtype.push_back(make_values(4, i == 3 ? kFloat64 : kFloat32, i));
+  expect_error<Error>([&] { prepared.run(wrong_dtype); }, "[jit::run_fused]", {"inputs[3]", "Float64"});
+  FusedProgram bad = multiply_add_program(kFloat32);
+  bad.steps[2].rhs = 12;
+  expect_error<Error>([&] { PreparedFusedProgram{bad}; }, "[jit::run_fused]", {"steps[2]", "rhs = 12"});
 }
 
 TEST_CASE("fusion: outputs keep the inputs' shape") {
