@@ -156,7 +156,7 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
   STRATA_CHECK_VALUE(!__builtin_mul_overflow(numel, element_size(dtype), &nbytes), "[empty] size ", sizes,
                      " of ", dtype, " needs more bytes than int64 can count");
   const DataPtr data = allocate_storage_data(static_cast<size_t>(nbytes), device);
-  return Tensor(make_tensor_with_storage(data, static_cast<size_t>(nbytes), dtype, sizes));
+  return Tensor(make_tensor_with_storage(data, static_cast<size_t>(nbytes), dtype, sizes, numel));
 }
 
 namespace {

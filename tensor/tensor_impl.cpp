@@ -16,10 +16,13 @@ TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, Int
 }
 
 TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes)
+    : TensorImpl(std::move(storage), dtype, sizes, checked_numel(sizes, "TensorImpl")) {}
+
+TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes, int64_t numel)
     : storage_(std::move(storage)), dtype_(dtype) {
   STRATA_INTERNAL_ASSERT(storage_, "[TensorImpl] a tensor needs a storage");
   key_set_ = DispatchKeySet(backend_key(storage_->device().type()));
-  set_sizes_contiguous(sizes);
+  assign_contiguous(sizes, numel);
 }
 
 TensorImpl::~TensorImpl() = default;
@@ -64,7 +67,11 @@ void assign_contiguous_strides(DimVector& strides, IntArrayRef sizes) {
 }  // namespace
 
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
-  numel_ = checked_numel(sizes, "TensorImpl");  // throws before anything else changes
+  assign_contiguous(sizes, checked_numel(sizes, "TensorImpl"));  // throws before anything changes
+}
+
+void TensorImpl::assign_contiguous(IntArrayRef sizes, int64_t numel) {
+  numel_ = numel;
   sizes_.assign(sizes);
   assign_contiguous_strides(strides_, sizes);
   storage_offset_ = 0;
@@ -147,8 +154,9 @@ class BlockStorage final : public StorageImpl {
 
 class BlockTensorImpl final : public TensorImpl {
  public:
-  BlockTensorImpl(SharedBlock* block, intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes)
-      : TensorImpl(std::move(storage), dtype, sizes), block_(block) {}
+  BlockTensorImpl(SharedBlock* block, intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes,
+                  int64_t numel)
+      : TensorImpl(std::move(storage), dtype, sizes, numel), block_(block) {}
   void destroy() const override;
 
  private:
@@ -212,7 +220,8 @@ intrusive_ptr<TensorImpl> detail::make_pooled_tensor_impl(intrusive_ptr<StorageI
   }
 }
 
-intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes) {
+intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes,
+                                                   int64_t numel) {
   void* raw = nullptr;
   try {
     raw = detail::allocate_small_block(sizeof(SharedBlock));  // Note [Pooled small objects]
@@ -224,7 +233,7 @@ intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, 
   auto* storage = new (block->storage) BlockStorage(block, data, nbytes);  // owns data from here
   try {
     return intrusive_ptr<TensorImpl>::adopt(
-        new (block->impl) BlockTensorImpl(block, intrusive_ptr<StorageImpl>::adopt(storage), dtype, sizes));
+        new (block->impl) BlockTensorImpl(block, intrusive_ptr<StorageImpl>::adopt(storage), dtype, sizes, numel));
   } catch (...) {
     block->release_one();  // the tensor's share; the storage released its own while unwinding
     throw;

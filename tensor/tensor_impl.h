@@ -32,6 +32,9 @@ class TensorImpl : public RefCounted {
              int64_t storage_offset = 0);
   // Contiguous strides.
   TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes);
+  // Contiguous strides, for sizes whose element count `numel` the caller got from checked_numel
+  // (a new tensor's sizes are checked once, not twice).
+  TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, IntArrayRef sizes, int64_t numel);
   ~TensorImpl() override;
 
   IntArrayRef sizes() const { return sizes_.ref(); }
@@ -84,6 +87,7 @@ class TensorImpl : public RefCounted {
 
  private:
   void refresh_numel_and_contiguity();
+  void assign_contiguous(IntArrayRef sizes, int64_t numel);  // numel: checked_numel(sizes)
 
   DimVector sizes_;
   DimVector strides_;
@@ -98,9 +102,11 @@ class TensorImpl : public RefCounted {
   DispatchKeySet key_set_;
 };
 
-// A contiguous tensor of `sizes` over a new storage that adopts `data` (nbytes), both in one
-// allocation (Note [One allocation per tensor]). `data` is freed if this throws.
-intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes);
+// A contiguous tensor of `sizes` (numel elements, as checked_numel(sizes) returned) over a new
+// storage that adopts `data` (nbytes), both in one allocation (Note [One allocation per tensor]).
+// `data` is freed if this throws.
+intrusive_ptr<TensorImpl> make_tensor_with_storage(DataPtr data, size_t nbytes, ScalarType dtype, IntArrayRef sizes,
+                                                   int64_t numel);
 
 // Row-major strides for sizes.
 DimVector contiguous_strides(IntArrayRef sizes);
