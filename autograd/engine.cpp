@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <queue>
+#include <span>
 #include <thread>
 
 #include <strata/autograd/grad_mode.h>
@@ -251,7 +252,7 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
   }
 }
 
-void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
+void execute_here(GraphTask& task, const edge_list& roots, std::span<const Tensor> root_grads) {
   plan(task, roots);
   ReadyQueue ready;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -284,7 +285,7 @@ void execute_here(GraphTask& task, const edge_list& roots, const tensor_list& ro
 constexpr int kMaxReentrantDepth = 64;
 [[gnu::tls_model("initial-exec")]] thread_local int reentrant_depth = 0;
 
-void execute(GraphTask& task, const edge_list& roots, const tensor_list& root_grads) {
+void execute(GraphTask& task, const edge_list& roots, std::span<const Tensor> root_grads) {
   if (reentrant_depth < kMaxReentrantDepth) {
     ++reentrant_depth;
     try {
@@ -319,10 +320,17 @@ Tensor implicit_gradient(const Tensor& output) {
   return one;
 }
 
-tensor_list root_gradients(const tensor_list& outputs, const tensor_list& grad_outputs, const char* op) {
+// Note [Backward from one output]
+// loss.backward() is the most common call into the engine, and for a small graph the lists of
+// outputs and root gradients were two of its six heap allocations. The roots and their
+// gradients are spans and small inline vectors here, and Tensor::backward passes its tensor
+// without making a list.
+using RootGradients = SmallVector<Tensor, 1>;
+
+RootGradients root_gradients(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs, const char* op) {
   STRATA_CHECK_VALUE(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "[", op, "] got ",
                      grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
-  tensor_list grads;
+  RootGradients grads;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& output = outputs[i];
     STRATA_CHECK(output.defined(), "[", op, "] output ", i, " is an undefined tensor");
@@ -340,7 +348,7 @@ tensor_list root_gradients(const tensor_list& outputs, const tensor_list& grad_o
   return grads;
 }
 
-edge_list root_edges(const tensor_list& outputs, const char* op) {
+edge_list root_edges(std::span<const Tensor> outputs, const char* op) {
   edge_list roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Edge edge = detail::gradient_edge(outputs[i]);
@@ -354,7 +362,8 @@ edge_list root_edges(const tensor_list& outputs, const char* op) {
 
 // backward(inputs): plans like grad(), lets the listed leaves accumulate, and adds the
 // gradients of listed non-leaves to their .grad as retain_grad() would.
-void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& roots, const tensor_list& grads) {
+void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& roots,
+                   std::span<const Tensor> grads) {
   task.capture_mode = true;
   task.accumulate_captured_leaves = true;
   task.captured.resize(inputs.size());
@@ -376,10 +385,10 @@ void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& 
 }
 
 namespace {
-void run_backward(const tensor_list& tensors, const tensor_list& grad_tensors, bool retain_graph, bool create_graph,
-                  const tensor_list* inputs) {
+void run_backward(std::span<const Tensor> tensors, std::span<const Tensor> grad_tensors, bool retain_graph,
+                  bool create_graph, const tensor_list* inputs) {
   edge_list roots = root_edges(tensors, "backward");
-  tensor_list grads = root_gradients(tensors, grad_tensors, "backward");
+  RootGradients grads = root_gradients(tensors, grad_tensors, "backward");
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.create_graph = create_graph;
@@ -403,7 +412,7 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
                  bool retain_graph, bool create_graph, bool allow_unused) {
   STRATA_CHECK_VALUE(!inputs.empty(), "[grad] needs at least one input");
   edge_list roots = root_edges(outputs, "grad");
-  tensor_list grads = root_gradients(outputs, grad_outputs, "grad");
+  RootGradients grads = root_gradients(outputs, grad_outputs, "grad");
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.create_graph = create_graph;
@@ -427,6 +436,12 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
 }
 
 namespace detail {
+void backward_one(const Tensor& output, const Tensor& gradient, bool retain_graph, bool create_graph) {
+  run_backward(std::span<const Tensor>(&output, 1), gradient.defined() ? std::span<const Tensor>(&gradient, 1)
+                                                                       : std::span<const Tensor>(),
+               retain_graph, create_graph, nullptr);
+}
+
 bool edge_needed(const Edge& edge) {
   if (!edge.function) return false;
   if (!current_task) return true;

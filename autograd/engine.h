@@ -18,6 +18,9 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
                  bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
 
 namespace detail {
+// Tensor::backward without `inputs`: backward({output}, {gradient} or {}, ...) without building
+// either list (Note [Backward from one output]).
+void backward_one(const Tensor& output, const Tensor& gradient, bool retain_graph, bool create_graph);
 // Whether the backward pass running on this thread delivers a gradient along `edge` (true
 // outside backward for a valid edge). Function::needs_input_grad asks this.
 bool edge_needed(const Edge& edge);

@@ -271,9 +271,7 @@ bool Tensor::retains_grad() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
-  tensor_list grads;
-  if (gradient.defined()) grads.push_back(gradient);
-  autograd::backward({*this}, grads, retain_graph, create_graph);
+  autograd::detail::backward_one(*this, gradient, retain_graph, create_graph);
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, const tensor_list& inputs) const {
