@@ -53,7 +53,6 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
   refresh_numel_and_contiguity();
 }
 
-// Row-major strides are contiguous by definition (Note [Contiguity]): nothing to recompute.
 namespace {
 // Row-major strides for sizes, written into `strides` (no temporary DimVector).
 void assign_contiguous_strides(DimVector& strides, IntArrayRef sizes) {
@@ -70,6 +69,7 @@ void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
   assign_contiguous(sizes, checked_numel(sizes, "TensorImpl"));  // throws before anything changes
 }
 
+// Row-major strides are contiguous by definition (Note [Contiguity]): nothing to recompute.
 void TensorImpl::assign_contiguous(IntArrayRef sizes, int64_t numel) {
   numel_ = numel;
   sizes_.assign(sizes);
