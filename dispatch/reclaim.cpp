@@ -10,6 +10,13 @@
 #include <unistd.h>
 #endif
 
+// MEMBARRIER_CMD_* are enumerators, not macros: whether the headers know the system call is
+// told by __NR_membarrier. (Testing defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED) was always false,
+// so every call paid the fallback fence.)
+#if defined(__linux__) && defined(__NR_membarrier) && !defined(STRATA_DETAIL_TSAN)
+#define STRATA_DETAIL_MEMBARRIER 1
+#endif
+
 namespace strata::detail {
 
 // Note [Reclaiming kernels]
@@ -65,7 +72,7 @@ Reclaimer& reclaimer() {
 }
 
 bool membarrier_ready() {
-#if defined(__linux__) && !defined(STRATA_DETAIL_TSAN) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+#if defined(STRATA_DETAIL_MEMBARRIER)
   static const bool ready = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   return ready;
 #else
@@ -75,7 +82,7 @@ bool membarrier_ready() {
 
 // The reclaiming side's half of the fence pair.
 void heavy_fence() {
-#if defined(__linux__) && !defined(STRATA_DETAIL_TSAN) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+#if defined(STRATA_DETAIL_MEMBARRIER)
   if (membarrier_ready() && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
 #endif
 #if defined(STRATA_DETAIL_TSAN)

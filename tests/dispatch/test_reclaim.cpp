@@ -4,7 +4,12 @@
 
 #include <fstream>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
 
+#include <strata/dispatch/reclaim.h>
 #include <strata/strata.h>
 
 #include "../test_util.h"
@@ -73,3 +78,17 @@ TEST_CASE("reclaim: Library create/destroy cycles keep memory flat") {
 #endif
   CHECK(detail::retired_count() < 1000);
 }
+
+#if defined(__linux__) && !defined(STRATA_DETAIL_TSAN)
+// The reader's side of Note [Reclaiming kernels]: where the kernel offers private expedited
+// membarrier, an outermost call announces itself with a compiler barrier only, not a fence.
+TEST_CASE("reclaim: calls skip the reader fence where membarrier is available") {
+  const long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    MESSAGE("this kernel has no private expedited membarrier: readers fence, as designed");
+    return;
+  }
+  add(scalar_tensor(1), scalar_tensor(2));  // registers this thread with the reclaimer
+  CHECK_FALSE(detail::local_dispatch_keys().fence_on_enter);
+}
+#endif
