@@ -44,7 +44,28 @@ constexpr size_t kMaxSmallBlocksPerClass = 1024;
 using detail::kLargestSmallBlock;
 constexpr size_t kMinBlocksPerClass = 2;
 
-std::atomic<int64_t> live_bytes{0};
+// Note [Counting live bytes]
+// cpu_live_bytes() is exact, but every CPU allocation and free changing one shared atomic was a
+// locked read-modify-write on the path of every op's output (several nanoseconds each). Each
+// thread counts its own allocations minus its own frees in its cache (below), with a plain load
+// and store of its own atomic; the registry of those counters sums them on demand, and a
+// thread's count moves into `exited` when the thread's cache goes. A block freed on another
+// thread than it was allocated on leaves one count up and the other down: only the sum means
+// anything. Changes after a thread's cache is gone (thread exit, static destruction) go to
+// `unowned` with a plain atomic add.
+struct LiveCounter {
+  std::atomic<int64_t> bytes{0};
+};
+struct LiveRegistry {
+  std::mutex mutex;
+  std::vector<const LiveCounter*> counters;
+  int64_t exited = 0;
+  std::atomic<int64_t> unowned{0};
+};
+LiveRegistry& live_registry() {
+  static auto* registry = new LiveRegistry();  // never destroyed: threads exit after statics
+  return *registry;
+}
 
 int size_class(size_t nbytes) {
   size_t rounded = std::bit_ceil(nbytes < kSmallestClass ? kSmallestClass : nbytes);
@@ -186,6 +207,17 @@ struct FreeList {
 
 struct ThreadCache {
   std::array<FreeList, kNumClasses> lists;
+  LiveCounter live;  // Note [Counting live bytes]
+
+  ThreadCache() {
+    LiveRegistry& registry = live_registry();
+    std::lock_guard lock(registry.mutex);
+    registry.counters.push_back(&live);
+  }
+  // Only this thread writes `live`; readers load it.
+  void count(int64_t bytes) {
+    live.bytes.store(live.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  }
 
   void* pop(int size_class_index) {
     FreeList& list = lists[size_class_index];
@@ -209,6 +241,12 @@ struct ThreadCache {
   }
   ~ThreadCache() {
     release_all();
+    LiveRegistry& registry = live_registry();
+    {
+      std::lock_guard lock(registry.mutex);
+      registry.exited += live.bytes.load(std::memory_order_relaxed);
+      std::erase(registry.counters, &live);
+    }
     cache_destroyed = true;
   }
 };
@@ -222,11 +260,19 @@ ThreadCache* thread_cache() {
 
 // The context of a CPU DataPtr carries the block's rounded size, so freeing never depends on
 // the nbytes a storage reports.
+// Adds `bytes` to the live count (Note [Counting live bytes]).
+void count_live(ThreadCache* cache, int64_t bytes) {
+  if (cache)
+    cache->count(bytes);
+  else
+    live_registry().unowned.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 void cpu_free(void* data, void* context, size_t /*nbytes*/) {
   size_t rounded = reinterpret_cast<size_t>(context);
-  live_bytes.fetch_sub(static_cast<int64_t>(rounded), std::memory_order_relaxed);
+  ThreadCache* cache = thread_cache();
+  count_live(cache, -static_cast<int64_t>(rounded));
   if (rounded <= kLargestClass) {
-    ThreadCache* cache = thread_cache();
     if (cache && cache->push(size_class(rounded), data)) return;
   } else if (large_cache().give(data, rounded)) {
     return;
@@ -284,8 +330,8 @@ class CpuAllocator final : public Allocator {
     size_t rounded = nbytes <= kLargestClass ? class_bytes(size_class(nbytes))
                                              : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
     void* block = nullptr;
+    ThreadCache* cache = thread_cache();
     if (rounded <= kLargestClass) {
-      ThreadCache* cache = thread_cache();
       if (cache) block = cache->pop(size_class(rounded));
     } else {
       size_t block_bytes = 0;
@@ -293,7 +339,7 @@ class CpuAllocator final : public Allocator {
       if (block) rounded = block_bytes;  // a reused block may be up to 1/8 larger
     }
     if (!block) block = system_allocate(rounded);
-    live_bytes.fetch_add(static_cast<int64_t>(rounded), std::memory_order_relaxed);
+    count_live(cache, static_cast<int64_t>(rounded));
     return DataPtr{block, &cpu_free, reinterpret_cast<void*>(rounded), Device(kCPU)};
   }
 };
@@ -306,7 +352,13 @@ Allocator* cpu_allocator() {
   return allocator;
 }
 
-int64_t cpu_live_bytes() { return live_bytes.load(std::memory_order_relaxed); }
+int64_t cpu_live_bytes() {
+  LiveRegistry& registry = live_registry();
+  std::lock_guard lock(registry.mutex);
+  int64_t total = registry.exited + registry.unowned.load(std::memory_order_relaxed);
+  for (const LiveCounter* counter : registry.counters) total += counter->bytes.load(std::memory_order_relaxed);
+  return total;
+}
 
 void cpu_allocator_empty_cache() { release_cached_blocks(); }
 

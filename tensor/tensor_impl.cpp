@@ -170,10 +170,14 @@ struct SharedBlock {
   alignas(BlockStorage) std::byte storage[sizeof(BlockStorage)];
   alignas(BlockTensorImpl) std::byte impl[sizeof(BlockTensorImpl)];
 
-  void release_one() {
-    if (live.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  bool dying_together = false;  // set by the tensor when it takes its storage with it
+
+  void free() {
     this->~SharedBlock();
     detail::free_small_block(this, sizeof(SharedBlock));
+  }
+  void release_one() {  // Note [The last reference]
+    if (live.load(std::memory_order_acquire) == 1 || live.fetch_sub(1, std::memory_order_acq_rel) == 1) free();
   }
 };
 static_assert(sizeof(SharedBlock) <= 512, "a tensor and its storage fit one pooled block");
@@ -181,11 +185,22 @@ static_assert(sizeof(SharedBlock) <= 512, "a tensor and its storage fit one pool
 void BlockStorage::destroy() const {
   SharedBlock* block = block_;
   const_cast<BlockStorage*>(this)->~BlockStorage();
-  block->release_one();
+  if (!block->dying_together) block->release_one();
 }
 
+// A tensor that holds the only reference to its own block's storage (the common case: an op's
+// output that was never viewed) destroys both, and frees the block without counting down: no
+// other thread can reach either object (Note [The last reference]).
 void BlockTensorImpl::destroy() const {
   SharedBlock* block = block_;
+  const StorageImpl* own = std::launder(reinterpret_cast<const BlockStorage*>(block->storage));
+  const intrusive_ptr<StorageImpl>& storage = this->storage();
+  if (storage.get() == own && storage.use_count() == 1) {
+    block->dying_together = true;  // written only here: no other thread can see the storage
+    const_cast<BlockTensorImpl*>(this)->~BlockTensorImpl();
+    block->free();
+    return;
+  }
   const_cast<BlockTensorImpl*>(this)->~BlockTensorImpl();  // may destroy the storage first
   block->release_one();
 }

@@ -50,6 +50,28 @@ TEST_CASE("storage: live bytes go up while a block is held and back down after")
   CHECK(cpu_live_bytes() == before);  // cached blocks do not count
 }
 
+// Note [Counting live bytes]: each thread counts its own allocations and frees; the sum over
+// threads, exited ones included, is what cpu_live_bytes() reports.
+TEST_CASE("storage: live bytes stay exact across threads that allocate, free and exit") {
+  const int64_t before = cpu_live_bytes();
+  intrusive_ptr<StorageImpl> made_elsewhere;
+  std::thread maker([&] {
+    made_elsewhere = make_storage(1000, Device(kCPU));  // 1024 after rounding
+    auto freed_here = make_storage(100, Device(kCPU));
+  });
+  maker.join();  // the maker's count (+1024) outlives the thread
+  CHECK(cpu_live_bytes() == before + 1024);
+  auto made_here = make_storage(3000, Device(kCPU));  // 4096
+  std::thread freer([&] {
+    made_here.reset();  // counted down on a thread that never allocated it
+    CHECK(cpu_live_bytes() == before + 1024);
+  });
+  freer.join();
+  CHECK(cpu_live_bytes() == before + 1024);
+  made_elsewhere.reset();  // allocated on an exited thread, freed here
+  CHECK(cpu_live_bytes() == before);
+}
+
 TEST_CASE("storage: zero-byte allocations get distinct valid blocks") {
   int64_t before = cpu_live_bytes();
   auto first = make_storage(0, Device(kCPU));
