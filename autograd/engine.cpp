@@ -57,7 +57,7 @@ using ReadyQueue = std::priority_queue<std::pair<uint64_t, uint32_t>, SmallVecto
 
 class NodeTasks {
  public:
-  NodeTasks() { slots_.resize(32); }
+  NodeTasks() { slots_.resize(8); }  // grows by doubling; a small graph zeroes little
   // The task of `node`, made (in discovery order) if it has none; `fresh` says which.
   NodeTask& insert(Node* node, bool* fresh = nullptr) {
     if ((tasks_.size() + 1) * 2 > slots_.size()) grow();
@@ -120,7 +120,35 @@ bool has_nan(const Tensor& t) {
   return false;
 }
 
+// Note [Recycled gradient lists]
+// Every Node that runs receives its gradients in a tensor_list and returns its results in
+// another, and each was a heap allocation and a free: four of them for a tiny add's backward,
+// a sizeable part of its time. The engine keeps the lists it is done with (emptied, small
+// capacities only) on a short per-thread stack and fills a Node's input buffer from it. A list
+// a Node consumes (a Function's backward takes its gradients by value) is not returned, so
+// the lists made by backward functions keep the stack supplied.
+constexpr size_t kSpareLists = 16;
+constexpr size_t kLargestSpareList = 8;
+SmallVector<tensor_list, kSpareLists>& spare_lists() {
+  [[gnu::tls_model("initial-exec")]] thread_local SmallVector<tensor_list, kSpareLists> spares;
+  return spares;
+}
+void recycle(tensor_list& list) {
+  if (list.capacity() == 0 || list.capacity() > kLargestSpareList) return;
+  auto& spares = spare_lists();
+  if (spares.size() == kSpareLists) return;
+  list.clear();
+  spares.push_back(std::move(list));
+}
+
 void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
+  if (buffer.capacity() == 0) {
+    auto& spares = spare_lists();
+    if (!spares.empty()) {
+      buffer = std::move(spares.back());
+      spares.pop_back();
+    }
+  }
   if (buffer.size() <= slot) buffer.resize(slot + 1);
   Tensor& existing = buffer[slot];
   existing = existing.defined() ? existing + grad : std::move(grad);
@@ -250,6 +278,8 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
     if (i < outputs.size() && outputs[i].defined()) accumulate_into(next->buffer, edges[i].input_nr, std::move(outputs[i]));
     if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), task.tasks.index_of(*next));
   }
+  recycle(grads);  // See Note [Recycled gradient lists]
+  recycle(outputs);
 }
 
 void execute_here(GraphTask& task, const edge_list& roots, std::span<const Tensor> root_grads) {

@@ -153,6 +153,17 @@ bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
   }
 }
 
+// A backward's result with each gradient moved in: a braced list returned as a tensor_list
+// copies every tensor twice (into the list, then into the vector), each copy a reference-count
+// increment and, later, a decrement. Built-in backward functions return through this.
+template <class... Ts>
+tensor_list gradients(Ts&&... grads) {
+  tensor_list result;
+  result.reserve(sizeof...(Ts));
+  (result.emplace_back(std::forward<Ts>(grads)), ...);
+  return result;
+}
+
 // Wires a Function's outputs into the tape after its forward ran.
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs);

@@ -67,7 +67,7 @@ Edge gradient_edge(const Tensor& t) {
                                                     Tensor(intrusive_ptr<TensorImpl>::reclaim_copy(t.impl())));
     meta->grad_accumulator_ = accumulator;
   }
-  return {accumulator, 0};
+  return {std::move(accumulator), 0};  // a moved shared_ptr costs no count change
 }
 
 // The rules for in-place ops under autograd, as PyTorch's: a leaf that requires grad, or a

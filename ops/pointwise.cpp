@@ -262,13 +262,15 @@ template <bool Negate>
 struct AddTensorFunction : autograd::Function<AddTensorFunction<Negate>> {
   static constexpr std::string_view name() { return Negate ? "SubBackward" : "AddBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-    ctx->saved_data["alpha"] = alpha;
+    if (alpha.to_double() != 1.0) ctx->saved_data["alpha"] = alpha;  // one, the usual alpha, is not saved
     return Negate ? sub(self, other, alpha) : add(self, other, alpha);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor& g = grads[0];
-    double alpha = ctx->saved_data["alpha"].to_double() * (Negate ? -1.0 : 1.0);
-    return {g, ctx->needs_input_grad(1) ? (alpha == 1.0 ? g : g * alpha) : Tensor(), Tensor()};
+    Tensor& g = grads[0];
+    const double saved = ctx->saved_data.contains("alpha") ? ctx->saved_data.at("alpha").to_double() : 1.0;
+    const double alpha = saved * (Negate ? -1.0 : 1.0);
+    Tensor other_grad = ctx->needs_input_grad(1) ? (alpha == 1.0 ? g : g * alpha) : Tensor();
+    return autograd::detail::gradients(std::move(g), std::move(other_grad), Tensor());
   }
 };
 
@@ -278,7 +280,9 @@ struct AddScalarFunction : autograd::Function<AddScalarFunction<Negate>> {
   static Tensor forward(AutogradContext*, const Tensor& self, const Scalar& other, const Scalar& alpha) {
     return Negate ? sub(self, other, alpha) : add(self, other, alpha);
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients(std::move(grads[0]), Tensor(), Tensor());
+  }
 };
 
 struct MulTensorFunction : autograd::Function<MulTensorFunction> {
@@ -290,7 +294,8 @@ struct MulTensorFunction : autograd::Function<MulTensorFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     tensor_list saved = ctx->get_saved_variables();
     const Tensor& g = grads[0];
-    return {ctx->needs_input_grad(0) ? g * saved[1] : Tensor(), ctx->needs_input_grad(1) ? g * saved[0] : Tensor()};
+    return autograd::detail::gradients(ctx->needs_input_grad(0) ? g * saved[1] : Tensor(),
+                                       ctx->needs_input_grad(1) ? g * saved[0] : Tensor());
   }
 };
 
@@ -301,7 +306,7 @@ struct MulScalarFunction : autograd::Function<MulScalarFunction> {
     return mul(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0] * ctx->saved_data["other"].to_scalar(), Tensor()};
+    return autograd::detail::gradients(grads[0] * ctx->saved_data["other"].to_scalar(), Tensor());
   }
 };
 
@@ -355,7 +360,9 @@ struct AddInplaceScalarFunction : autograd::Function<AddInplaceScalarFunction<Ne
     ctx->mark_dirty({self});
     return self;
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients(std::move(grads[0]), Tensor(), Tensor());
+  }
 };
 
 template <bool Divide>

@@ -484,7 +484,7 @@ struct UnaryFunction : autograd::Function<UnaryFunction<Op>> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
-    return {Op::derivative(grads[0], saved[0], saved[1])};
+    return autograd::detail::gradients(Op::derivative(grads[0], saved[0], saved[1]));
   }
 };
 
