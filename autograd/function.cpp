@@ -94,7 +94,7 @@ void AutogradContext::save_for_backward(std::initializer_list<Tensor> tensors) {
 tensor_list AutogradContext::get_saved_variables() const {
   tensor_list result;
   result.reserve(saved_.size());
-  std::shared_ptr<Node> node = node_.lock();
+  std::shared_ptr<Node> node = node_ ? node_->shared_from_this() : nullptr;
   STRATA_CHECK(!released_, "[", name_of(node),
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");

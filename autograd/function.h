@@ -107,7 +107,9 @@ class AutogradContext {
   std::unordered_set<const TensorImpl*> non_differentiable_;
   const detail::ForwardInputs* inputs_ = nullptr;  // the owning node's
   const edge_list* edges_ = nullptr;                // the owning node's
-  std::weak_ptr<Node> node_;
+  // The CppNode this context is a member of (so it lives exactly as long): a raw pointer, as a
+  // weak_ptr cost two atomic count changes per recorded op.
+  Node* node_ = nullptr;
   bool materialize_grads_ = true;
   bool released_ = false;
 };
@@ -261,7 +263,7 @@ struct Function {
     const bool any_requires_grad = (false | ... | detail::collect_input(inputs, edges, args));
     const bool record = any_requires_grad && is_grad_enabled();
     node->ctx_.inputs_ = &inputs;
-    node->ctx_.node_ = node;
+    node->ctx_.node_ = node.get();
 
     using Result = decltype(T::forward(&node->ctx_, std::forward<Args>(args)...));
     static_assert(std::is_same_v<Result, Tensor> || std::is_same_v<Result, tensor_list>,
