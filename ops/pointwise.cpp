@@ -342,7 +342,7 @@ template <bool Negate>
 struct AddInplaceTensorFunction : autograd::Function<AddInplaceTensorFunction<Negate>> {
   static constexpr std::string_view name() { return Negate ? "SubBackward" : "AddBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-    ctx->saved_data["alpha"] = alpha;
+    if (alpha.to_double() != 1.0) ctx->saved_data["alpha"] = alpha;  // as AddTensorFunction saves it
     Negate ? sub_(self, other, alpha) : add_(self, other, alpha);
     ctx->mark_dirty({self});
     return self;

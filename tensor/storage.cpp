@@ -258,8 +258,6 @@ ThreadCache* thread_cache() {
   return &cache;
 }
 
-// The context of a CPU DataPtr carries the block's rounded size, so freeing never depends on
-// the nbytes a storage reports.
 // Adds `bytes` to the live count (Note [Counting live bytes]).
 void count_live(ThreadCache* cache, int64_t bytes) {
   if (cache)
@@ -268,6 +266,8 @@ void count_live(ThreadCache* cache, int64_t bytes) {
     live_registry().unowned.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+// The context of a CPU DataPtr carries the block's rounded size, so freeing never depends on
+// the nbytes a storage reports.
 void cpu_free(void* data, void* context, size_t /*nbytes*/) {
   size_t rounded = reinterpret_cast<size_t>(context);
   ThreadCache* cache = thread_cache();
