@@ -151,6 +151,27 @@ void add_contiguous_rows(benchmark::State& state) {
 }
 BENCHMARK(add_contiguous_rows)->Arg(1 << 16)->Arg(1 << 19)->Unit(benchmark::kMicrosecond);
 
+// Medium elementwise ops, 16K floats (a 64 x 256 activation): one serial chunk each, the size
+// at which the loops first ran scalar (Note [Loops kept out of line], ops/elementwise.h).
+constexpr int64_t kMediumElements = int64_t{1} << 14;
+
+void add_medium(benchmark::State& state) {
+  manual_seed(0);
+  Tensor a = rand({kMediumElements}), b = rand({kMediumElements});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  set_add_bytes(state, kMediumElements);
+}
+BENCHMARK(add_medium);
+
+// relu's backward: where(result > 0, grad, 0).
+void where_scalar_other(benchmark::State& state) {
+  manual_seed(0);
+  Tensor condition = gt(randn({kMediumElements}), 0), x = rand({kMediumElements}), zero = zeros({});
+  for (auto _ : state) benchmark::DoNotOptimize(where(condition, x, zero));
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(where_scalar_other);
+
 #ifdef STRATA_BENCH_WITH_TORCH
 void torch_matmul(benchmark::State& state) {
   torch::set_num_threads(1);
@@ -168,6 +189,23 @@ void torch_add_16m(benchmark::State& state) {
   set_add_bytes(state, kAddElements);
 }
 BENCHMARK(torch_add_16m)->Unit(benchmark::kMillisecond);
+
+void torch_add_medium(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor a = torch::rand({kMediumElements}), b = torch::rand({kMediumElements});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::add(a, b));
+  set_add_bytes(state, kMediumElements);
+}
+BENCHMARK(torch_add_medium);
+
+void torch_where_scalar_other(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor condition = torch::randn({kMediumElements}).gt(0), x = torch::rand({kMediumElements});
+  torch::Tensor zero = torch::zeros({});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::where(condition, x, zero));
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(torch_where_scalar_other);
 
 void torch_add_broadcast_rows(benchmark::State& state) {
   torch::set_num_threads(1);
@@ -190,6 +228,8 @@ std::vector<std::pair<std::string, std::string>> ratio_pairs() {
   pairs.emplace_back("add_strata", "add_loop_fresh");
   pairs.emplace_back("add_strata", "add_inplace_strata");
   pairs.emplace_back("add_strata", "torch_add_16m");
+  pairs.emplace_back("add_medium", "torch_add_medium");
+  pairs.emplace_back("where_scalar_other", "torch_where_scalar_other");
   for (const char* rows : {"65536", "524288"}) {
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("add_contiguous_rows/") + rows);
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("torch_add_broadcast_rows/") + rows);

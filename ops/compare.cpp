@@ -183,6 +183,27 @@ void logical_not_out_cpu(const Tensor& out, const Tensor& self) {
 // ---------------------------------------------------------------------------------------
 // where(condition, self, other): see shapes::where_self.
 
+// o[i] = c[i] ? x[i] : y[i] for i in [begin, end) over contiguous operands; a *Single operand
+// has one value. The condition is read as bytes (0 or 1): GCC 12 does not vectorise loads of
+// bool. Both values are read, so the loop is a select without a branch. The pointers are
+// arguments, not lambda captures, so the stores through o cannot change them.
+template <class T, bool XSingle, bool YSingle>
+void where_range(T* o, const unsigned char* flags, const T* x, const T* y, int64_t begin, int64_t end) {
+  // A single value is read once: a store through o could alias it, which stops vectorising.
+  const T x_single = XSingle ? x[0] : T(), y_single = YSingle ? y[0] : T();
+  for (int64_t i = begin; i < end; ++i) {
+    const T when_true = XSingle ? x_single : x[i], when_false = YSingle ? y_single : y[i];
+    o[i] = flags[i] != 0 ? when_true : when_false;
+  }
+}
+
+template <class T, bool XSingle, bool YSingle>
+void where_flat(T* o, const bool* c, const T* x, const T* y, int64_t n) {
+  const auto* flags = reinterpret_cast<const unsigned char*>(c);
+  detail::run_chunked(
+      n, [=](int64_t begin, int64_t end) { where_range<T, XSingle, YSingle>(o, flags, x, y, begin, end); });
+}
+
 template <class T>
 void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
   const int64_t n = out.numel();
@@ -190,12 +211,17 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
   const bool* c = detail::data_of<bool>(condition);
   const T* x = detail::data_of<T>(a);
   const T* y = detail::data_of<T>(b);
-  if (out.is_contiguous() && condition.is_contiguous() && a.is_contiguous() && b.is_contiguous() &&
-      condition.numel() == n && a.numel() == n && b.numel() == n) {
-    detail::run_chunked(n, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) o[i] = c[i] ? x[i] : y[i];
-    });
-    return;
+  // Contiguous operands, either of the values possibly a single one (relu's backward is
+  // where(result > 0, grad, 0)): flat loops the compiler vectorises.
+  // A single value may come expanded to the output's shape (all strides 0).
+  auto full = [n](const Tensor& t) { return t.numel() == n && t.is_contiguous(); };
+  auto single = [](const Tensor& t) {
+    return t.numel() == 1 || std::all_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s == 0; });
+  };
+  if (out.is_contiguous() && full(condition)) {
+    if (full(a) && full(b)) return where_flat<T, false, false>(o, c, x, y, n);
+    if (full(a) && single(b)) return where_flat<T, false, true>(o, c, x, y, n);
+    if (single(a) && full(b)) return where_flat<T, true, false>(o, c, x, y, n);
   }
   const DimVector c_strides = detail::broadcast_strides(out.sizes(), condition);
   const DimVector a_strides = detail::broadcast_strides(out.sizes(), a);

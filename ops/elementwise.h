@@ -111,12 +111,32 @@ inline C wrapping_mul(C x, C y) {
 // row function can still pick a fast loop when the inner strides allow it. Parallel chunks
 // split the flat element range; each chunk finds its starting index by division once.
 
-// Runs body(begin, end) over [0, n): inline for small n, else on the thread pool. The
-// lambda given to parallel_for captures one reference, so std::function stores it inline.
+// Note [Loops kept out of line]
+// A kernel's loop body is a lambda. Inlined into the large function that sets it up, GCC 12
+// compiled it as a scalar loop, with no vectorised version at all: an add of 16K floats ran at
+// 0.35 ns an element against 0.09 through the out-of-line copy parallel_for calls. So the
+// serial call goes through a function of its own too, where the loop vectorises (with a
+// run-time alias check) as it does on the thread pool. Below kInlineElements the inline
+// scalar loop is kept: for a handful of elements the call, the alias check and the vector
+// epilogue are not worth it (a chain of 300 ops on 8 floats measured 0-9% slower without it).
+constexpr int64_t kInlineElements = 64;
+
+template <class Body>
+[[gnu::noinline]] void run_serial_chunk(const Body& body, int64_t n) {
+  body(int64_t{0}, n);
+}
+
+// Runs body(begin, end) over [0, n): on this thread for small n (Note [Loops kept out of
+// line]), else on the thread pool. The lambda given to parallel_for captures one reference,
+// so std::function stores it inline.
 template <class Body>
 inline void run_chunked(int64_t n, const Body& body) {
-  if (n <= kDefaultGrainSize) {
+  if (n <= kInlineElements) {
     body(int64_t{0}, n);
+    return;
+  }
+  if (n <= kDefaultGrainSize) {
+    run_serial_chunk(body, n);
     return;
   }
   parallel_for(0, n, kDefaultGrainSize, [&body](int64_t begin, int64_t end) { body(begin, end); });

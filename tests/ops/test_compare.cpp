@@ -128,6 +128,38 @@ TEST_CASE("where: picks self where the condition holds, broadcasting and promoti
   expect_error<ValueError>([] { (void)where(ones({2}, kBool), ones({3}), ones({1})); }, "[where] shapes");
 }
 
+TEST_CASE("where: contiguous operands and single values agree with a scalar loop, every size") {
+  // The flat loops (full operands, or one value given as a 0-dim tensor, a [1] tensor or an
+  // expanded one) against a plain loop: sizes around the vector widths, and one above the
+  // parallel grain size, with NaN and -0 passed through as values.
+  manual_seed(11);
+  for (const int64_t n : {1, 15, 16, 17, 100, 4097, 40000}) {
+    CAPTURE(n);
+    Tensor condition = gt(rand({n}), 0.5);
+    Tensor x = randn({n}), y = randn({n});
+    x.data_ptr<float>()[0] = NAN;
+    const std::vector<Tensor> singles = {full({}, -0.0f), full({1}, 2.5f), full({}, 7.0f).expand({n})};
+    const bool* c = condition.data_ptr<bool>();
+    for (const Tensor& single : singles) {
+      const float value = single.contiguous().data_ptr<float>()[0];
+      const std::pair<Tensor, Tensor> cases[] = {{x, y}, {x, single}, {single, y}};
+      for (const auto& [a, b] : cases) {
+        const Tensor result = where(condition, a, b);
+        REQUIRE(result.sizes() == std::vector<int64_t>{n});
+        const float* r = result.data_ptr<float>();
+        for (int64_t i = 0; i < n; ++i) {
+          const float expected = c[i] ? (a.numel() == n && a.is_contiguous() ? a.data_ptr<float>()[i] : value)
+                                      : (b.numel() == n && b.is_contiguous() ? b.data_ptr<float>()[i] : value);
+          if (std::isnan(expected))
+            CHECK(std::isnan(r[i]));
+          else if (r[i] != expected || std::signbit(r[i]) != std::signbit(expected))
+            FAIL_CHECK("element " << i);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("where: gradients go to the picked operand, summed over broadcast dims") {
   manual_seed(3);
   Tensor condition = gt(rand({3, 2}), 0.5);
