@@ -92,17 +92,23 @@ void AutogradContext::save_for_backward(std::initializer_list<Tensor> tensors) {
 }
 
 tensor_list AutogradContext::get_saved_variables() const {
-  tensor_list result;
-  result.reserve(saved_.size());
-  std::shared_ptr<Node> node = node_ ? node_->shared_from_this() : nullptr;
-  STRATA_CHECK(!released_, "[", name_of(node),
+  const SmallVector<Tensor, 2> saved = detail::saved_tensors(*this);
+  return tensor_list(saved.begin(), saved.end());
+}
+
+namespace detail {
+SmallVector<Tensor, 2> saved_tensors(const AutogradContext& ctx) {
+  std::shared_ptr<Node> node = ctx.node_ ? ctx.node_->shared_from_this() : nullptr;
+  STRATA_CHECK(!ctx.released_, "[", name_of(node),
                "] Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed); pass retain_graph=true the first time if you need to go through it again.");
   // Before wiring (inside forward) the tensors come back as given.
-  if (saved_.empty() && !to_save_.empty()) return tensor_list(to_save_.begin(), to_save_.end());
-  for (const SavedVariable& saved : saved_) result.push_back(saved.unpack(node));
+  if (ctx.saved_.empty() && !ctx.to_save_.empty()) return ctx.to_save_;
+  SmallVector<Tensor, 2> result;
+  for (const SavedVariable& saved : ctx.saved_) result.push_back(saved.unpack(node));
   return result;
 }
+}  // namespace detail
 
 void AutogradContext::mark_dirty(const tensor_list& tensors) {
   for (const Tensor& t : tensors) dirty_.insert(t.impl());

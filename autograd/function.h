@@ -1,6 +1,7 @@
 #pragma once
 // Custom autograd Functions (CRTP, as in LibTorch) and autograd::kernel<F>(), which makes a
 // Function the Autograd kernel of an operator. Built-in derivatives use the same path.
+#include <array>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -69,6 +70,7 @@ struct ForwardInput;
 using ForwardInputs = SmallVector<ForwardInput, 3>;
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                   const ForwardInputs& inputs);
+SmallVector<Tensor, 2> saved_tensors(const AutogradContext& ctx);
 }
 
 class AutogradContext {
@@ -97,6 +99,7 @@ class AutogradContext {
   friend struct Function;
   friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
                                    const detail::ForwardInputs& inputs);
+  friend SmallVector<Tensor, 2> detail::saved_tensors(const AutogradContext& ctx);
 
   void save_variables(std::span<const Tensor> outputs, const std::shared_ptr<Node>& node);
   void release();
@@ -158,13 +161,33 @@ bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
 // A backward's result with each gradient moved in: a braced list returned as a tensor_list
 // copies every tensor twice (into the list, then into the vector), each copy a reference-count
 // increment and, later, a decrement. Built-in backward functions return through this.
+// The list comes from the engine's spare lists when one is large enough (Note [Recycled
+// gradient lists] in autograd/engine.cpp), else it is allocated with room for `capacity`.
+tensor_list spare_list(size_t capacity);
+
 template <class... Ts>
 tensor_list gradients(Ts&&... grads) {
-  tensor_list result;
-  result.reserve(sizeof...(Ts));
+  tensor_list result = spare_list(sizeof...(Ts));
   (result.emplace_back(std::forward<Ts>(grads)), ...);
   return result;
 }
+
+// As gradients(...), written into `storage`: the gradient list the backward received, which
+// the engine handed it (Note [Recycled gradient lists]) and gets back this way, so a backward
+// that takes its gradients by value allocates no list. The arguments may refer to elements of
+// storage; they are moved out before it is refilled.
+template <class... Ts>
+tensor_list gradients_in(tensor_list&& storage, Ts&&... grads) {
+  std::array<Tensor, sizeof...(Ts)> values{Tensor(std::forward<Ts>(grads))...};
+  storage.clear();
+  storage.reserve(sizeof...(Ts));
+  for (Tensor& value : values) storage.push_back(std::move(value));
+  return std::move(storage);
+}
+
+// The saved tensors, as get_saved_variables() returns them, without a heap-allocated list: for
+// the built-in backwards, which run once per recorded op.
+SmallVector<Tensor, 2> saved_tensors(const AutogradContext& ctx);
 
 // Wires a Function's outputs into the tape after its forward ran.
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,

@@ -170,9 +170,9 @@ struct PowScalarFunction : autograd::Function<PowScalarFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor self = ctx->get_saved_variables()[0];
     const Scalar e = ctx->saved_data["exponent"].to_scalar();
-    if (e.to_double() == 0) return {zeros_like(grads[0]), Tensor()};
+    if (e.to_double() == 0) return autograd::detail::gradients_in(std::move(grads), zeros_like(grads[0]), Tensor());
     const Scalar lowered = e.is_floating_point() ? Scalar(e.to_double() - 1) : Scalar(e.to_long() - 1);
-    return {grads[0] * pow(self, lowered) * e, Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0] * pow(self, lowered) * e, Tensor());
   }
 };
 
@@ -193,7 +193,7 @@ struct PowTensorFunction : autograd::Function<PowTensorFunction> {
       grad_self = where(eq(exponent, 0), zero, g * exponent * pow(self, exponent - 1));
     if (ctx->needs_input_grad(1))
       grad_exponent = where(mul(eq(self, 0), ge(exponent, 0)), zero, g * saved[2] * log(self));
-    return {grad_self, grad_exponent};
+    return autograd::detail::gradients_in(std::move(grads), grad_self, grad_exponent);
   }
 };
 
@@ -213,7 +213,7 @@ struct ExtremumFunction : autograd::Function<ExtremumFunction<is_max>> {
     Tensor grad_self, grad_other;
     if (ctx->needs_input_grad(0)) grad_self = where(is_max ? lt(self, other) : gt(self, other), zero, shared);
     if (ctx->needs_input_grad(1)) grad_other = where(is_max ? gt(self, other) : lt(self, other), zero, shared);
-    return {grad_self, grad_other};
+    return autograd::detail::gradients_in(std::move(grads), grad_self, grad_other);
   }
 };
 

@@ -299,8 +299,9 @@ struct WhereFunction : autograd::Function<WhereFunction> {
     const Tensor condition = ctx->get_saved_variables()[0];
     const Tensor& g = grads[0];
     const Tensor zero = zeros({}, g.options());
-    return {Tensor(), ctx->needs_input_grad(1) ? where(condition, g, zero) : Tensor(),
-            ctx->needs_input_grad(2) ? where(condition, zero, g) : Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), Tensor(),
+                                          ctx->needs_input_grad(1) ? where(condition, g, zero) : Tensor(),
+                                          ctx->needs_input_grad(2) ? where(condition, zero, g) : Tensor());
   }
 };
 

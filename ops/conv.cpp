@@ -426,7 +426,8 @@ struct Conv2dFunction : autograd::Function<Conv2dFunction> {
                                                           ctx->needs_input_grad(1));
     Tensor grad_bias;
     if (ctx->needs_input_grad(2)) grad_bias = grads[0].dim() == 4 ? grads[0].sum({0, 2, 3}) : grads[0].sum({1, 2});
-    return {grad_input, grad_weight, grad_bias, Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad_input, grad_weight, grad_bias, Tensor(), Tensor(),
+                                          Tensor(), Tensor());
   }
 };
 
@@ -463,7 +464,8 @@ struct Conv2dBackwardFunction : autograd::Function<Conv2dBackwardFunction> {
       grad_x = std::get<0>(call_conv2d_backward(g, x, gw, a.stride, a.padding, a.dilation, a.groups, true, false));
     if (ctx->needs_input_grad(2) && gi.defined())
       grad_w = std::get<1>(call_conv2d_backward(g, gi, w, a.stride, a.padding, a.dilation, a.groups, false, true));
-    return {grad_g, grad_x, grad_w, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad_g, grad_x, grad_w, Tensor(), Tensor(), Tensor(),
+                                          Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -483,11 +485,13 @@ struct MaxPool2dFunction : autograd::Function<MaxPool2dFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
-    return {call_max_pool2d_backward(grads[0], saved[0], ctx->saved_data["kernel_size"].to_int_list(),
-                                     ctx->saved_data["stride"].to_int_list(), ctx->saved_data["padding"].to_int_list(),
-                                     ctx->saved_data["dilation"].to_int_list(), ctx->saved_data["ceil_mode"].to_bool(),
-                                     saved[1]),
-            Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        call_max_pool2d_backward(grads[0], saved[0], ctx->saved_data["kernel_size"].to_int_list(),
+                                 ctx->saved_data["stride"].to_int_list(), ctx->saved_data["padding"].to_int_list(),
+                                 ctx->saved_data["dilation"].to_int_list(), ctx->saved_data["ceil_mode"].to_bool(),
+                                 saved[1]),
+        Tensor(), Tensor(), Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -504,8 +508,8 @@ struct MaxPool2dBackwardFunction : autograd::Function<MaxPool2dBackwardFunction>
     const Tensor indices = ctx->get_saved_variables()[0];
     const Tensor& gg = grads[0];
     const Tensor planes = gg.flatten(-2), flat_indices = indices.flatten(-2);
-    return {planes.gather(-1, flat_indices).view(indices.sizes()), Tensor(), Tensor(), Tensor(), Tensor(), Tensor(),
-            Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), planes.gather(-1, flat_indices).view(indices.sizes()),
+                                          Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor());
   }
 };
 

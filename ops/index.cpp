@@ -379,8 +379,9 @@ struct SliceFunction : autograd::Function<SliceFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const std::vector<int64_t> b = ctx->saved_data["bounds"].to_int_list();
-    return {slice_backward(grads[0], ctx->input_sizes(0), b[0], b[1], b[2], b[3]), Tensor(),
-            Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads),
+                                          slice_backward(grads[0], ctx->input_sizes(0), b[0], b[1], b[2], b[3]),
+                                          Tensor(), Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -393,7 +394,8 @@ struct SliceBackwardFunction : autograd::Function<SliceBackwardFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const std::vector<int64_t> b = ctx->saved_data["bounds"].to_int_list();
-    return {slice(grads[0], b[0], b[1], b[2], b[3]), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), slice(grads[0], b[0], b[1], b[2], b[3]), Tensor(), Tensor(),
+                                          Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -406,9 +408,11 @@ struct SelectFunction : autograd::Function<SelectFunction> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {select_backward(grads[0], ctx->input_sizes(0), ctx->saved_data["dim"].to_int(),
-                            ctx->saved_data["index"].to_int()),
-            Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        select_backward(grads[0], ctx->input_sizes(0), ctx->saved_data["dim"].to_int(),
+                        ctx->saved_data["index"].to_int()),
+        Tensor(), Tensor());
   }
 };
 
@@ -420,8 +424,9 @@ struct SelectBackwardFunction : autograd::Function<SelectBackwardFunction> {
     return select_backward(grad, input_sizes, dim, index);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {select(grads[0], ctx->saved_data["dim"].to_int(), ctx->saved_data["index"].to_int()), Tensor(), Tensor(),
-            Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), select(grads[0], ctx->saved_data["dim"].to_int(), ctx->saved_data["index"].to_int()),
+        Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -436,7 +441,8 @@ struct IndexSelectFunction : autograd::Function<IndexSelectFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor index = ctx->get_saved_variables()[0];
     const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
-    return {index_add(base, ctx->saved_data["dim"].to_int(), index, grads[0]), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), index_add(base, ctx->saved_data["dim"].to_int(), index, grads[0]), Tensor(), Tensor());
   }
 };
 
@@ -456,7 +462,7 @@ struct IndexAddFunction : autograd::Function<IndexAddFunction> {
       const Scalar alpha = ctx->saved_data["alpha"].to_scalar();
       if (alpha.to_double() != 1.0) grad_source = grad_source * alpha;
     }
-    return {grads[0], Tensor(), Tensor(), grad_source, Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor(), grad_source, Tensor());
   }
 };
 
@@ -469,8 +475,9 @@ struct GatherFunction : autograd::Function<GatherFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
-    return {scatter_add(base, ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0], grads[0]), Tensor(),
-            Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), scatter_add(base, ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0], grads[0]),
+        Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -496,7 +503,7 @@ struct ScatterAddFunction : autograd::Function<ScatterAddFunction> {
         grad_src = slice_backward(grad_src, padded, static_cast<int64_t>(k), 0, length, 1);
       }
     }
-    return {grads[0], Tensor(), Tensor(), grad_src};
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor(), grad_src);
   }
 };
 
@@ -507,7 +514,8 @@ struct MaskedFillScalarFunction : autograd::Function<MaskedFillScalarFunction> {
     return masked_fill(self, mask, value);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {masked_fill(grads[0], ctx->get_saved_variables()[0], 0), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), masked_fill(grads[0], ctx->get_saved_variables()[0], 0),
+                                          Tensor(), Tensor());
   }
 };
 
@@ -523,7 +531,8 @@ struct MaskedFillTensorFunction : autograd::Function<MaskedFillTensorFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor kept = masked_fill(grads[0], ctx->get_saved_variables()[0], 0);
-    return {kept, Tensor(), ctx->needs_input_grad(2) ? sum(grads[0] - kept) : Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), kept, Tensor(),
+                                          ctx->needs_input_grad(2) ? sum(grads[0] - kept) : Tensor());
   }
 };
 

@@ -480,7 +480,7 @@ struct MatmulFunction : autograd::Function<MatmulFunction> {
       grad_b = sum_to(matmul(left.transpose(-1, -2), g), right.sizes());
       if (b_vector) grad_b = grad_b.reshape(b.sizes());
     }
-    return {grad_a, grad_b};
+    return autograd::detail::gradients_in(std::move(grads), grad_a, grad_b);
   }
 };
 
@@ -503,7 +503,7 @@ struct StrictProductFunction : autograd::Function<StrictProductFunction<batched>
       if (ctx->needs_input_grad(0)) grad_self = mm(g, saved[1].t());
       if (ctx->needs_input_grad(1)) grad_mat2 = mm(saved[0].t(), g);
     }
-    return {grad_self, grad_mat2};
+    return autograd::detail::gradients_in(std::move(grads), grad_self, grad_mat2);
   }
 };
 
@@ -527,7 +527,8 @@ struct LinearFunction : autograd::Function<LinearFunction> {
       for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.size(d);
       grad_weight = mm(g.reshape({rows, g.size(-1)}).t(), input.reshape({rows, input.size(-1)}));
     }
-    return {grad_input, grad_weight, ctx->needs_input_grad(2) ? g : Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad_input, grad_weight,
+                                          ctx->needs_input_grad(2) ? g : Tensor());
   }
 };
 

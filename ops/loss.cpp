@@ -331,10 +331,12 @@ struct NllLossFunction : autograd::Function<NllLossFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
-    return {call_nll_loss_backward(grads[0], saved[0], saved[1], detail::as_optional(saved[2]),
-                                   ctx->saved_data["reduction"].to_int(), ctx->saved_data["ignore_index"].to_int(),
-                                   saved[3]),
-            Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        call_nll_loss_backward(grads[0], saved[0], saved[1], detail::as_optional(saved[2]),
+                               ctx->saved_data["reduction"].to_int(), ctx->saved_data["ignore_index"].to_int(),
+                               saved[3]),
+        Tensor(), Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -355,7 +357,8 @@ struct NllLossBackwardFunction : autograd::Function<NllLossBackwardFunction> {
     Tensor grad_grad = nll_loss(grads[0], saved[0], detail::as_optional(saved[1]),
                                 static_cast<Reduction>(ctx->saved_data["reduction"].to_int()),
                                 ctx->saved_data["ignore_index"].to_int());
-    return {grad_grad, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad_grad, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(),
+                                          Tensor());
   }
 };
 

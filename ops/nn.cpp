@@ -421,9 +421,13 @@ struct SoftmaxFunction : autograd::Function<SoftmaxFunction<Log>> {
     const Tensor out = ctx->get_saved_variables()[0];
     const int64_t dim = ctx->saved_data["dim"].to_int();
     const Tensor& g = grads[0];
-    if (!is_grad_enabled()) return {softmax_backward_data<Log>(g, out, dim, out.dtype()), Tensor(), Tensor()};
-    if constexpr (Log) return {g - softmax(out, dim) * g.sum({dim}, true), Tensor(), Tensor()};
-    return {out * (g - (g * out).sum({dim}, true)), Tensor(), Tensor()};
+    if (!is_grad_enabled())
+      return autograd::detail::gradients_in(std::move(grads), softmax_backward_data<Log>(g, out, dim, out.dtype()),
+                                            Tensor(), Tensor());
+    if constexpr (Log)
+      return autograd::detail::gradients_in(std::move(grads), g - softmax(out, dim) * g.sum({dim}, true), Tensor(),
+                                            Tensor());
+    return autograd::detail::gradients_in(std::move(grads), out * (g - (g * out).sum({dim}, true)), Tensor(), Tensor());
   }
 };
 
@@ -438,7 +442,9 @@ struct NativeDropoutFunction : autograd::Function<NativeDropoutFunction> {
     return {output, mask};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0] * ctx->get_saved_variables()[0] * ctx->saved_data["scale"].to_double(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), grads[0] * ctx->get_saved_variables()[0] * ctx->saved_data["scale"].to_double(), Tensor(),
+        Tensor());
   }
 };
 
@@ -503,9 +509,11 @@ struct EmbeddingFunction : autograd::Function<EmbeddingFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     static const auto op = find_op("strata::embedding_dense_backward")
                                .typed<Tensor(const Tensor&, const Tensor&, int64_t, int64_t, bool)>();
-    return {op.call(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["num_weights"].to_int(),
-                    ctx->saved_data["padding_idx"].to_int(), ctx->saved_data["scale_grad_by_freq"].to_bool()),
-            Tensor(), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        op.call(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["num_weights"].to_int(),
+                ctx->saved_data["padding_idx"].to_int(), ctx->saved_data["scale_grad_by_freq"].to_bool()),
+        Tensor(), Tensor(), Tensor(), Tensor());
   }
 };
 

@@ -270,7 +270,7 @@ struct AddTensorFunction : autograd::Function<AddTensorFunction<Negate>> {
     const double saved = ctx->saved_data.contains("alpha") ? ctx->saved_data.at("alpha").to_double() : 1.0;
     const double alpha = saved * (Negate ? -1.0 : 1.0);
     Tensor other_grad = ctx->needs_input_grad(1) ? (alpha == 1.0 ? g : g * alpha) : Tensor();
-    return autograd::detail::gradients(std::move(g), std::move(other_grad), Tensor());
+    return autograd::detail::gradients_in(std::move(grads), std::move(g), std::move(other_grad), Tensor());
   }
 };
 
@@ -281,7 +281,7 @@ struct AddScalarFunction : autograd::Function<AddScalarFunction<Negate>> {
     return Negate ? sub(self, other, alpha) : add(self, other, alpha);
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
-    return autograd::detail::gradients(std::move(grads[0]), Tensor(), Tensor());
+    return autograd::detail::gradients_in(std::move(grads), std::move(grads[0]), Tensor(), Tensor());
   }
 };
 
@@ -292,10 +292,10 @@ struct MulTensorFunction : autograd::Function<MulTensorFunction> {
     return mul(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& g = grads[0];
-    return autograd::detail::gradients(ctx->needs_input_grad(0) ? g * saved[1] : Tensor(),
-                                       ctx->needs_input_grad(1) ? g * saved[0] : Tensor());
+    return autograd::detail::gradients_in(std::move(grads), ctx->needs_input_grad(0) ? g * saved[1] : Tensor(),
+                                          ctx->needs_input_grad(1) ? g * saved[0] : Tensor());
   }
 };
 
@@ -306,7 +306,7 @@ struct MulScalarFunction : autograd::Function<MulScalarFunction> {
     return mul(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return autograd::detail::gradients(grads[0] * ctx->saved_data["other"].to_scalar(), Tensor());
+    return autograd::detail::gradients_in(std::move(grads), grads[0] * ctx->saved_data["other"].to_scalar(), Tensor());
   }
 };
 
@@ -320,8 +320,8 @@ struct DivTensorFunction : autograd::Function<DivTensorFunction> {
     tensor_list saved = ctx->get_saved_variables();
     const Tensor& g = grads[0];
     const Tensor& other = saved[1];
-    return {ctx->needs_input_grad(0) ? g / other : Tensor(),
-            ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), ctx->needs_input_grad(0) ? g / other : Tensor(),
+                                          ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor());
   }
 };
 
@@ -332,7 +332,7 @@ struct DivScalarFunction : autograd::Function<DivScalarFunction> {
     return div(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0] / ctx->saved_data["other"].to_scalar(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0] / ctx->saved_data["other"].to_scalar(), Tensor());
   }
 };
 
@@ -361,7 +361,7 @@ struct AddInplaceScalarFunction : autograd::Function<AddInplaceScalarFunction<Ne
     return self;
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
-    return autograd::detail::gradients(std::move(grads[0]), Tensor(), Tensor());
+    return autograd::detail::gradients_in(std::move(grads), std::move(grads[0]), Tensor(), Tensor());
   }
 };
 
@@ -384,8 +384,10 @@ struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Di
     const Tensor& g = grads[0];
     const Tensor& other = saved[1];
     if (Divide)
-      return {g / other, ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor()};
-    return {g * other, ctx->needs_input_grad(1) ? g * saved[0] : Tensor()};
+      return autograd::detail::gradients_in(std::move(grads), g / other,
+                                            ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor());
+    return autograd::detail::gradients_in(std::move(grads), g * other,
+                                          ctx->needs_input_grad(1) ? g * saved[0] : Tensor());
   }
 };
 
@@ -400,7 +402,7 @@ struct MulInplaceScalarFunction : autograd::Function<MulInplaceScalarFunction<Di
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Scalar other = ctx->saved_data["other"].to_scalar();
-    return {Divide ? grads[0] / other : grads[0] * other, Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), Divide ? grads[0] / other : grads[0] * other, Tensor());
   }
 };
 

@@ -322,7 +322,7 @@ struct SumFunction : autograd::Function<SumFunction> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].expand(ctx->input_sizes(0)), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].expand(ctx->input_sizes(0)), Tensor());
   }
 };
 
@@ -337,7 +337,8 @@ struct SumDimFunction : autograd::Function<SumDimFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
-    return {kept.expand(ctx->input_sizes(0)), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), kept.expand(ctx->input_sizes(0)), Tensor(), Tensor(),
+                                          Tensor());
   }
   static Tensor call_sum_dim(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim,
                                         std::optional<ScalarType> dtype) {
@@ -359,7 +360,7 @@ struct MeanFunction : autograd::Function<MeanFunction> {
     const IntArrayRef sizes = ctx->input_sizes(0);
     int64_t count = 1;
     for (int64_t size : sizes) count *= size;
-    return {grads[0].expand(sizes) / count, Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].expand(sizes) / count, Tensor());
   }
 };
 
@@ -375,8 +376,9 @@ struct MeanDimFunction : autograd::Function<MeanDimFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
-    return {kept.expand(ctx->input_sizes(0)) / ctx->saved_data["count"].to_int(), Tensor(), Tensor(),
-            Tensor()};
+    return autograd::detail::gradients_in(std::move(grads),
+                                          kept.expand(ctx->input_sizes(0)) / ctx->saved_data["count"].to_int(),
+                                          Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -402,7 +404,8 @@ struct ProdFunction : autograd::Function<ProdFunction> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0] * prod_of_others(ctx->get_saved_variables()[0], std::nullopt), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), grads[0] * prod_of_others(ctx->get_saved_variables()[0], std::nullopt), Tensor());
   }
 };
 
@@ -419,7 +422,8 @@ struct ProdDimFunction : autograd::Function<ProdDimFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
     const Tensor self = ctx->get_saved_variables()[0];
-    return {kept * prod_of_others(self, ctx->saved_data["dim"].to_int()), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), kept * prod_of_others(self, ctx->saved_data["dim"].to_int()), Tensor(), Tensor(), Tensor());
   }
 };
 

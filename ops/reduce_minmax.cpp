@@ -145,7 +145,7 @@ struct ExtremumAllFunction : autograd::Function<ExtremumAllFunction<is_max>> {
     const Tensor &self = saved[0], &result = saved[1];
     const Tensor picked = where(ne(result, result), ne(self, self), eq(self, result));
     const Tensor share = grads[0] / sum(picked);
-    return {where(picked, share, zeros({}, share.options()))};
+    return autograd::detail::gradients_in(std::move(grads), where(picked, share, zeros({}, share.options())));
   }
 };
 
@@ -167,13 +167,13 @@ struct ExtremumDimFunction : autograd::Function<ExtremumDimFunction<is_max>> {
     const IntArrayRef sizes = ctx->input_sizes(0);
     const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
     const Tensor g = grads[0].reshape(kept);
-    if (sizes.empty()) return {g, Tensor(), Tensor()};
+    if (sizes.empty()) return autograd::detail::gradients_in(std::move(grads), g, Tensor(), Tensor());
     const int64_t dim = ctx->saved_data["dim"].to_int();
     std::vector<int64_t> line(sizes.size(), 1);
     line[static_cast<size_t>(dim)] = sizes[static_cast<size_t>(dim)];
     const Tensor positions = arange(sizes[static_cast<size_t>(dim)], TensorOptions(kInt64).device(g.device()));
     const Tensor hit = eq(positions.view(line), ctx->get_saved_variables()[0].reshape(kept));
-    return {where(hit, g, zeros({}, g.options())), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), where(hit, g, zeros({}, g.options())), Tensor(), Tensor());
   }
 };
 

@@ -224,10 +224,12 @@ struct VarianceFunction : autograd::Function<VarianceFunction<take_root>> {
     const Tensor deviation = saved[0] - group_mean(saved[0], dims);
     const double divisor = ctx->saved_data["divisor"].to_double();
     const Tensor g = grads[0].reshape(kept);
-    if (!take_root) return {g * deviation * (2.0 / divisor), Tensor(), Tensor(), Tensor()};
+    if (!take_root)
+      return autograd::detail::gradients_in(std::move(grads), g * deviation * (2.0 / divisor), Tensor(), Tensor(),
+                                            Tensor());
     const Tensor root = saved[1].reshape(kept);
     const Tensor grad = where(eq(root, 0), zeros({}, g.options()), g * deviation / (root * divisor));
-    return {grad, Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad, Tensor(), Tensor(), Tensor());
   }
 };
 
@@ -243,7 +245,8 @@ struct LogSumExpFunction : autograd::Function<LogSumExpFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
     const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
-    return {grads[0].reshape(kept) * exp(saved[0] - saved[1].reshape(kept)), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), grads[0].reshape(kept) * exp(saved[0] - saved[1].reshape(kept)), Tensor(), Tensor());
   }
 };
 
@@ -277,7 +280,8 @@ struct NormFunction : autograd::Function<NormFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const tensor_list saved = ctx->get_saved_variables();
-    return {norm_derivative(grads[0], saved[0], saved[1], ctx->saved_data["p"].to_double()), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), norm_derivative(grads[0], saved[0], saved[1], ctx->saved_data["p"].to_double()), Tensor());
   }
 };
 

@@ -453,7 +453,7 @@ struct ViewFunction : autograd::Function<ViewFunction> {
     return view(self, size);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].reshape(ctx->input_sizes(0)), Tensor());
   }
 };
 
@@ -465,8 +465,9 @@ struct TransposeFunction : autograd::Function<TransposeFunction> {
     return transpose(self, dim0, dim1);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].transpose(ctx->saved_data["dim0"].to_int(), ctx->saved_data["dim1"].to_int()), Tensor(),
-            Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads), grads[0].transpose(ctx->saved_data["dim0"].to_int(), ctx->saved_data["dim1"].to_int()),
+        Tensor(), Tensor());
   }
 };
 
@@ -481,7 +482,8 @@ struct PermuteFunction : autograd::Function<PermuteFunction> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].permute(ctx->saved_data["inverse"].to_int_list()), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].permute(ctx->saved_data["inverse"].to_int_list()),
+                                          Tensor());
   }
 };
 
@@ -492,13 +494,17 @@ struct ExpandFunction : autograd::Function<ExpandFunction> {
     static const auto op = find_op("strata::expand").typed<Tensor(const Tensor&, IntArrayRef, bool)>();
     return op.call(self, size, implicit);
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor());
+  }
 };
 
 struct CloneFunction : autograd::Function<CloneFunction> {
   static constexpr std::string_view name() { return "CloneBackward"; }
   static Tensor forward(AutogradContext*, const Tensor& self) { return clone(self); }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0]}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), grads[0]);
+  }
 };
 
 // self's old values are overwritten, so only src gets a gradient. An integral or bool self
@@ -511,7 +517,9 @@ struct CopyFunction : autograd::Function<CopyFunction> {
     ctx->mark_dirty({self});
     return self;
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {Tensor(), grads[0], Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), Tensor(), grads[0], Tensor());
+  }
 };
 
 // The gradient goes back to the input's dtype and device (see validate_gradients). A copy to
@@ -524,7 +532,9 @@ struct ToCopyFunction : autograd::Function<ToCopyFunction> {
                                .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
     return op.call(self, dtype, device, non_blocking);
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {grads[0], Tensor(), Tensor(), Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor(), Tensor());
+  }
 };
 
 // squeeze and unsqueeze only drop or add size-1 dims: the gradient is reshaped back.
@@ -534,7 +544,7 @@ struct SqueezeFunction : autograd::Function<SqueezeFunction> {
     return squeeze(self);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->input_sizes(0))};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].reshape(ctx->input_sizes(0)));
   }
 };
 
@@ -544,7 +554,7 @@ struct SqueezeDimFunction : autograd::Function<SqueezeDimFunction> {
     return squeeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].reshape(ctx->input_sizes(0)), Tensor());
   }
 };
 
@@ -554,7 +564,7 @@ struct UnsqueezeFunction : autograd::Function<UnsqueezeFunction> {
     return unsqueeze(self, dim);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx->input_sizes(0)), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grads[0].reshape(ctx->input_sizes(0)), Tensor());
   }
 };
 
@@ -567,7 +577,8 @@ struct SplitWithSizesFunction : autograd::Function<SplitWithSizesFunction> {
     return pieces;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {cat(grads, ctx->saved_data["dim"].to_int()), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), cat(grads, ctx->saved_data["dim"].to_int()), Tensor(),
+                                          Tensor());
   }
 };
 

@@ -483,8 +483,8 @@ struct UnaryFunction : autograd::Function<UnaryFunction<Op>> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
-    return autograd::detail::gradients(Op::derivative(grads[0], saved[0], saved[1]));
+    const auto saved = autograd::detail::saved_tensors(*ctx);
+    return autograd::detail::gradients_in(std::move(grads), Op::derivative(grads[0], saved[0], saved[1]));
   }
 };
 
@@ -497,7 +497,8 @@ struct ReluInplaceFunction : autograd::Function<ReluInplaceFunction> {
     return self;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {ReluOp::derivative(grads[0], Tensor(), ctx->get_saved_variables()[0])};
+    return autograd::detail::gradients_in(std::move(grads),
+                                          ReluOp::derivative(grads[0], Tensor(), ctx->get_saved_variables()[0]));
   }
 };
 
@@ -509,8 +510,9 @@ struct GeluFunction : autograd::Function<GeluFunction> {
     return gelu(self, approximate);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {gelu_backward(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["approximate"].to_string()),
-            Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        gelu_backward(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["approximate"].to_string()), Tensor());
   }
 };
 
@@ -531,7 +533,7 @@ struct GeluBackwardFunction : autograd::Function<GeluBackwardFunction> {
     Tensor grad_self = ctx->needs_input_grad(1)
                            ? gg * saved[0] * gelu_second_derivative(saved[1], gelu_form("gelu", approximate))
                            : Tensor();
-    return {grad_grad_output, grad_self, Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), grad_grad_output, grad_self, Tensor());
   }
 };
 
@@ -550,7 +552,7 @@ struct ActivationBackwardFunction : autograd::Function<ActivationBackwardFunctio
     Tensor grad_grad_output, grad_output;
     if (ctx->needs_input_grad(0)) grad_grad_output = Tanh ? tanh_backward(gg, y) : sigmoid_backward(gg, y);
     if (ctx->needs_input_grad(1)) grad_output = Tanh ? gg * g * y * -2 : gg * g * (1 - 2 * y);
-    return {grad_grad_output, grad_output};
+    return autograd::detail::gradients_in(std::move(grads), grad_grad_output, grad_output);
   }
 };
 
@@ -572,8 +574,10 @@ struct ClampFunction : autograd::Function<ClampFunction> {
     return clamp(self, min, max);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return {clamp_derivative(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["min"], ctx->saved_data["max"]),
-            Tensor(), Tensor()};
+    return autograd::detail::gradients_in(
+        std::move(grads),
+        clamp_derivative(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["min"], ctx->saved_data["max"]),
+        Tensor(), Tensor());
   }
 };
 
@@ -603,7 +607,9 @@ struct FillFunction : autograd::Function<FillFunction> {
     ctx->mark_dirty({self});
     return self;
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {zeros_like(grads[0]), Tensor()}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), zeros_like(grads[0]), Tensor());
+  }
 };
 
 struct ZeroFunction : autograd::Function<ZeroFunction> {
@@ -613,7 +619,9 @@ struct ZeroFunction : autograd::Function<ZeroFunction> {
     ctx->mark_dirty({self});
     return self;
   }
-  static tensor_list backward(AutogradContext*, tensor_list grads) { return {zeros_like(grads[0])}; }
+  static tensor_list backward(AutogradContext*, tensor_list grads) {
+    return autograd::detail::gradients_in(std::move(grads), zeros_like(grads[0]));
+  }
 };
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {

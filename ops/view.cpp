@@ -46,7 +46,8 @@ struct AsStridedFunction : autograd::Function<AsStridedFunction> {
     const autograd::SavedData& saved = ctx->saved_data;
     const ViewGeometry in = geometry(saved.at("in_sizes"), saved.at("in_strides"), saved.at("in_offset").to_int());
     const ViewGeometry out = geometry(saved.at("out_sizes"), saved.at("out_strides"), saved.at("out_offset").to_int());
-    return {autograd::detail::as_strided_backward(grads[0], in, out), Tensor(), Tensor(), Tensor()};
+    return autograd::detail::gradients_in(std::move(grads), autograd::detail::as_strided_backward(grads[0], in, out),
+                                          Tensor(), Tensor(), Tensor());
   }
 };
 

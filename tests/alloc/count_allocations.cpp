@@ -111,10 +111,22 @@ TEST_CASE("allocations: backward of a small graph allocates only gradients and t
   counting = true;
   y.backward();
   counting = false;
-  // The list AddBackward returns; the lists the Nodes receive are recycled ones (Note
+  // The lists the Nodes receive and the one AddBackward returns are recycled ones (Note
   // [Recycled gradient lists]) and the leaves' gradients accumulate in place. Before the inline
   // bookkeeping it was 12, then 7 before tensors were pooled, 6 before the root's tensor and
-  // gradient stopped being put in lists (Note [Backward from one output]), and 4 before lists
-  // were recycled.
-  CHECK(allocations <= 1);
+  // gradient stopped being put in lists (Note [Backward from one output]), 4 before lists
+  // were recycled, and 1 before backward functions took their result lists from the spares.
+  CHECK(allocations == 0);
+}
+
+TEST_CASE("allocations: a chain's backward takes every gradient list from the spares") {
+  const Tensor x = ones({4}).requires_grad_(), w = full({4}, 0.5).requires_grad_();
+  auto chain = [&] { return (tanh(x * w) * 0.5 + 0.1).sum(); };
+  for (int warm_up = 0; warm_up < 2; ++warm_up) chain().backward();
+  const Tensor y = chain();
+  allocations = 0;
+  counting = true;
+  y.backward();
+  counting = false;
+  CHECK(allocations == 0);
 }
