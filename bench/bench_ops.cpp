@@ -172,6 +172,15 @@ void where_scalar_other(benchmark::State& state) {
 }
 BENCHMARK(where_scalar_other);
 
+// A full float sum (Note [Pairwise summation], ops/reduce.cpp).
+void sum_medium(benchmark::State& state) {
+  manual_seed(0);
+  Tensor x = rand({kMediumElements});
+  for (auto _ : state) benchmark::DoNotOptimize(x.sum());
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(sum_medium);
+
 #ifdef STRATA_BENCH_WITH_TORCH
 void torch_matmul(benchmark::State& state) {
   torch::set_num_threads(1);
@@ -207,6 +216,14 @@ void torch_where_scalar_other(benchmark::State& state) {
 }
 BENCHMARK(torch_where_scalar_other);
 
+void torch_sum_medium(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor x = torch::rand({kMediumElements});
+  for (auto _ : state) benchmark::DoNotOptimize(x.sum());
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(torch_sum_medium);
+
 void torch_add_broadcast_rows(benchmark::State& state) {
   torch::set_num_threads(1);
   const int64_t rows = state.range(0);
@@ -230,6 +247,7 @@ std::vector<std::pair<std::string, std::string>> ratio_pairs() {
   pairs.emplace_back("add_strata", "torch_add_16m");
   pairs.emplace_back("add_medium", "torch_add_medium");
   pairs.emplace_back("where_scalar_other", "torch_where_scalar_other");
+  pairs.emplace_back("sum_medium", "torch_sum_medium");
   for (const char* rows : {"65536", "524288"}) {
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("add_contiguous_rows/") + rows);
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("torch_add_broadcast_rows/") + rows);
