@@ -126,9 +126,10 @@ bool has_nan(const Tensor& t) {
 // another, and each was a heap allocation and a free: four of them for a tiny add's backward,
 // a sizeable part of its time. The engine keeps the lists it is done with (emptied, small
 // capacities only) on a short per-thread stack and fills a Node's input buffer from it. A list
-// a Node consumes (a Function's backward takes its gradients by value) is not returned; the
-// built-in backwards build their results in lists taken from the stack (detail::gradients
-// calls spare_list), so in a steady loop no list is allocated at all.
+// a Node consumes (a Function's backward takes its gradients by value) is not returned to the
+// stack by the engine; the built-in backwards write their results into the list they received
+// (detail::gradients_in), which then comes back as their result, so in a steady loop no list is
+// allocated at all.
 constexpr size_t kSpareLists = 16;
 constexpr size_t kLargestSpareList = 8;
 // A new list gets room for this many gradients whatever it is made for, so that it can be
@@ -146,8 +147,23 @@ void recycle(tensor_list& list) {
   spares.push_back(std::move(list));
 }
 
+// A list for at least `capacity` gradients, from the stack when one there is large enough.
+tensor_list spare_list(size_t capacity) {
+  auto& spares = spare_lists();
+  for (size_t i = spares.size(); i-- > 0;) {
+    if (spares[i].capacity() < capacity) continue;
+    tensor_list list = std::move(spares[i]);
+    if (i + 1 != spares.size()) spares[i] = std::move(spares.back());
+    spares.pop_back();
+    return list;
+  }
+  tensor_list list;
+  list.reserve(std::max(capacity, kSmallestSpareList));
+  return list;
+}
+
 void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
-  if (buffer.capacity() == 0) buffer = detail::spare_list(slot + 1);
+  if (buffer.capacity() == 0) buffer = spare_list(slot + 1);
   if (buffer.size() <= slot) buffer.resize(slot + 1);
   Tensor& existing = buffer[slot];
   existing = existing.defined() ? existing + grad : std::move(grad);
@@ -465,20 +481,6 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
 }
 
 namespace detail {
-tensor_list spare_list(size_t capacity) {
-  auto& spares = spare_lists();  // See Note [Recycled gradient lists]
-  for (size_t i = spares.size(); i-- > 0;) {
-    if (spares[i].capacity() < capacity) continue;
-    tensor_list list = std::move(spares[i]);
-    if (i + 1 != spares.size()) spares[i] = std::move(spares.back());
-    spares.pop_back();
-    return list;
-  }
-  tensor_list list;
-  list.reserve(std::max(capacity, kSmallestSpareList));
-  return list;
-}
-
 void backward_one(const Tensor& output, const Tensor& gradient, bool retain_graph, bool create_graph) {
   run_backward(std::span<const Tensor>(&output, 1), gradient.defined() ? std::span<const Tensor>(&gradient, 1)
                                                                        : std::span<const Tensor>(),

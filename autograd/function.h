@@ -158,24 +158,12 @@ bool collect_input(ForwardInputs& inputs, edge_list& edges, const A& argument) {
   }
 }
 
-// A backward's result with each gradient moved in: a braced list returned as a tensor_list
-// copies every tensor twice (into the list, then into the vector), each copy a reference-count
-// increment and, later, a decrement. Built-in backward functions return through this.
-// The list comes from the engine's spare lists when one is large enough (Note [Recycled
-// gradient lists] in autograd/engine.cpp), else it is allocated with room for `capacity`.
-tensor_list spare_list(size_t capacity);
-
-template <class... Ts>
-tensor_list gradients(Ts&&... grads) {
-  tensor_list result = spare_list(sizeof...(Ts));
-  (result.emplace_back(std::forward<Ts>(grads)), ...);
-  return result;
-}
-
-// As gradients(...), written into `storage`: the gradient list the backward received, which
-// the engine handed it (Note [Recycled gradient lists]) and gets back this way, so a backward
-// that takes its gradients by value allocates no list. The arguments may refer to elements of
-// storage; they are moved out before it is refilled.
+// A backward's result with each gradient moved in, written into `storage`: the gradient list
+// the backward received, which the engine handed it (Note [Recycled gradient lists]) and gets
+// back this way, so a backward that takes its gradients by value allocates no list. A braced
+// list returned as a tensor_list would allocate one and copy every tensor twice. Built-in
+// backward functions return through this. The arguments may refer to elements of storage;
+// they are moved out before it is refilled.
 template <class... Ts>
 tensor_list gradients_in(tensor_list&& storage, Ts&&... grads) {
   std::array<Tensor, sizeof...(Ts)> values{Tensor(std::forward<Ts>(grads))...};

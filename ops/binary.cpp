@@ -168,7 +168,7 @@ struct PowScalarFunction : autograd::Function<PowScalarFunction> {
     return pow(self, exponent);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor self = ctx->get_saved_variables()[0];
+    const Tensor self = autograd::detail::saved_tensors(*ctx)[0];
     const Scalar e = ctx->saved_data["exponent"].to_scalar();
     if (e.to_double() == 0) return autograd::detail::gradients_in(std::move(grads), zeros_like(grads[0]), Tensor());
     const Scalar lowered = e.is_floating_point() ? Scalar(e.to_double() - 1) : Scalar(e.to_long() - 1);
@@ -185,7 +185,7 @@ struct PowTensorFunction : autograd::Function<PowTensorFunction> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &self = saved[0], &exponent = saved[1], &g = grads[0];
     const Tensor zero = zero_scalar_like(g);
     Tensor grad_self, grad_exponent;
@@ -206,7 +206,7 @@ struct ExtremumFunction : autograd::Function<ExtremumFunction<is_max>> {
     return is_max ? maximum(self, other) : minimum(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &self = saved[0], &other = saved[1], &g = grads[0];
     const Tensor zero = zero_scalar_like(g);
     const Tensor shared = where(eq(self, other), g * 0.5, g);

@@ -296,7 +296,7 @@ struct WhereFunction : autograd::Function<WhereFunction> {
     return where(condition, self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor condition = ctx->get_saved_variables()[0];
+    const Tensor condition = autograd::detail::saved_tensors(*ctx)[0];
     const Tensor& g = grads[0];
     const Tensor zero = zeros({}, g.options());
     return autograd::detail::gradients_in(std::move(grads), Tensor(),

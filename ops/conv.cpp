@@ -419,7 +419,7 @@ struct Conv2dFunction : autograd::Function<Conv2dFunction> {
     return call_conv2d(input, weight, detail::as_optional(bias), stride, padding, dilation, groups);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const ConvArgs a = load_conv_args(ctx);
     auto [grad_input, grad_weight] = call_conv2d_backward(grads[0], saved[0], saved[1], a.stride, a.padding,
                                                           a.dilation, a.groups, ctx->needs_input_grad(0),
@@ -449,7 +449,7 @@ struct Conv2dBackwardFunction : autograd::Function<Conv2dBackwardFunction> {
     return {grad_input, grad_weight};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &g = saved[0], &x = saved[1], &w = saved[2], &gi = grads[0], &gw = grads[1];
     const ConvArgs a = load_conv_args(ctx);
     Tensor grad_g, grad_x, grad_w;
@@ -484,7 +484,7 @@ struct MaxPool2dFunction : autograd::Function<MaxPool2dFunction> {
     return {out, indices};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     return autograd::detail::gradients_in(
         std::move(grads),
         call_max_pool2d_backward(grads[0], saved[0], ctx->saved_data["kernel_size"].to_int_list(),
@@ -505,7 +505,7 @@ struct MaxPool2dBackwardFunction : autograd::Function<MaxPool2dBackwardFunction>
     return call_max_pool2d_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor indices = ctx->get_saved_variables()[0];
+    const Tensor indices = autograd::detail::saved_tensors(*ctx)[0];
     const Tensor& gg = grads[0];
     const Tensor planes = gg.flatten(-2), flat_indices = indices.flatten(-2);
     return autograd::detail::gradients_in(std::move(grads), planes.gather(-1, flat_indices).view(indices.sizes()),

@@ -439,7 +439,7 @@ struct IndexSelectFunction : autograd::Function<IndexSelectFunction> {
     return index_select(self, dim, index);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor index = ctx->get_saved_variables()[0];
+    const Tensor index = autograd::detail::saved_tensors(*ctx)[0];
     const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
     return autograd::detail::gradients_in(
         std::move(grads), index_add(base, ctx->saved_data["dim"].to_int(), index, grads[0]), Tensor(), Tensor());
@@ -458,7 +458,7 @@ struct IndexAddFunction : autograd::Function<IndexAddFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor grad_source;
     if (ctx->needs_input_grad(3)) {
-      grad_source = index_select(grads[0], ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0]);
+      grad_source = index_select(grads[0], ctx->saved_data["dim"].to_int(), autograd::detail::saved_tensors(*ctx)[0]);
       const Scalar alpha = ctx->saved_data["alpha"].to_scalar();
       if (alpha.to_double() != 1.0) grad_source = grad_source * alpha;
     }
@@ -476,7 +476,8 @@ struct GatherFunction : autograd::Function<GatherFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const Tensor base = zeros(ctx->input_sizes(0), grads[0].options());
     return autograd::detail::gradients_in(
-        std::move(grads), scatter_add(base, ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0], grads[0]),
+        std::move(grads),
+        scatter_add(base, ctx->saved_data["dim"].to_int(), autograd::detail::saved_tensors(*ctx)[0], grads[0]),
         Tensor(), Tensor(), Tensor());
   }
 };
@@ -493,7 +494,7 @@ struct ScatterAddFunction : autograd::Function<ScatterAddFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor grad_src;
     if (ctx->needs_input_grad(3)) {
-      grad_src = gather(grads[0], ctx->saved_data["dim"].to_int(), ctx->get_saved_variables()[0]);
+      grad_src = gather(grads[0], ctx->saved_data["dim"].to_int(), autograd::detail::saved_tensors(*ctx)[0]);
       const std::vector<int64_t> src_sizes = ctx->saved_data["src_sizes"].to_int_list();
       std::vector<int64_t> padded = grad_src.sizes().vec();
       for (size_t k = 0; k < padded.size() && grad_src.dim() > 0; ++k) {
@@ -514,8 +515,8 @@ struct MaskedFillScalarFunction : autograd::Function<MaskedFillScalarFunction> {
     return masked_fill(self, mask, value);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return autograd::detail::gradients_in(std::move(grads), masked_fill(grads[0], ctx->get_saved_variables()[0], 0),
-                                          Tensor(), Tensor());
+    return autograd::detail::gradients_in(
+        std::move(grads), masked_fill(grads[0], autograd::detail::saved_tensors(*ctx)[0], 0), Tensor(), Tensor());
   }
 };
 
@@ -530,7 +531,7 @@ struct MaskedFillTensorFunction : autograd::Function<MaskedFillTensorFunction> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor kept = masked_fill(grads[0], ctx->get_saved_variables()[0], 0);
+    const Tensor kept = masked_fill(grads[0], autograd::detail::saved_tensors(*ctx)[0], 0);
     return autograd::detail::gradients_in(std::move(grads), kept, Tensor(),
                                           ctx->needs_input_grad(2) ? sum(grads[0] - kept) : Tensor());
   }

@@ -461,7 +461,7 @@ struct MatmulFunction : autograd::Function<MatmulFunction> {
     return matmul(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    tensor_list saved = ctx->get_saved_variables();
+    auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& a = saved[0];
     const Tensor& b = saved[1];
     const bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
@@ -493,7 +493,7 @@ struct StrictProductFunction : autograd::Function<StrictProductFunction<batched>
     return batched ? bmm(self, mat2) : mm(self, mat2);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& g = grads[0];
     Tensor grad_self, grad_mat2;
     if (batched) {
@@ -517,7 +517,7 @@ struct LinearFunction : autograd::Function<LinearFunction> {
     return linear(input, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& g = grads[0];
     Tensor grad_input, grad_weight;
     if (ctx->needs_input_grad(0)) grad_input = matmul(g, saved[1]);

@@ -330,7 +330,7 @@ struct NllLossFunction : autograd::Function<NllLossFunction> {
     return {output, total_weight};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     return autograd::detail::gradients_in(
         std::move(grads),
         call_nll_loss_backward(grads[0], saved[0], saved[1], detail::as_optional(saved[2]),
@@ -353,7 +353,7 @@ struct NllLossBackwardFunction : autograd::Function<NllLossBackwardFunction> {
                                   total_weight);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     Tensor grad_grad = nll_loss(grads[0], saved[0], detail::as_optional(saved[1]),
                                 static_cast<Reduction>(ctx->saved_data["reduction"].to_int()),
                                 ctx->saved_data["ignore_index"].to_int());
@@ -376,7 +376,7 @@ struct BinaryCrossEntropyWithLogitsFunction : autograd::Function<BinaryCrossEntr
   }
   static Tensor log_sigmoid_of(const Tensor& x) { return clamp(x, std::nullopt, 0) - log(exp(-abs(x)) + 1.0); }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &x = saved[0], &t = saved[1], &w = saved[2], &p = saved[3];
     const int64_t reduction = ctx->saved_data["reduction"].to_int();
     Tensor g = reduction == 1 ? grads[0] / static_cast<double>(x.numel()) : grads[0];

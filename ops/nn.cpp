@@ -418,7 +418,7 @@ struct SoftmaxFunction : autograd::Function<SoftmaxFunction<Log>> {
     return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const Tensor out = ctx->get_saved_variables()[0];
+    const Tensor out = autograd::detail::saved_tensors(*ctx)[0];
     const int64_t dim = ctx->saved_data["dim"].to_int();
     const Tensor& g = grads[0];
     if (!is_grad_enabled())
@@ -443,8 +443,8 @@ struct NativeDropoutFunction : autograd::Function<NativeDropoutFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return autograd::detail::gradients_in(
-        std::move(grads), grads[0] * ctx->get_saved_variables()[0] * ctx->saved_data["scale"].to_double(), Tensor(),
-        Tensor());
+        std::move(grads), grads[0] * autograd::detail::saved_tensors(*ctx)[0] * ctx->saved_data["scale"].to_double(),
+        Tensor(), Tensor());
   }
 };
 
@@ -468,7 +468,7 @@ struct LayerNormFunction : autograd::Function<LayerNormFunction> {
     return {output, mean, rstd};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &x = saved[0], &weight = saved[1];
     Tensor mean = saved[2], rstd = saved[3];
     const int64_t normalized_ndim = ctx->saved_data["normalized_ndim"].to_int(), axis = x.dim() - normalized_ndim;
@@ -511,7 +511,7 @@ struct EmbeddingFunction : autograd::Function<EmbeddingFunction> {
                                .typed<Tensor(const Tensor&, const Tensor&, int64_t, int64_t, bool)>();
     return autograd::detail::gradients_in(
         std::move(grads),
-        op.call(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["num_weights"].to_int(),
+        op.call(grads[0], autograd::detail::saved_tensors(*ctx)[0], ctx->saved_data["num_weights"].to_int(),
                 ctx->saved_data["padding_idx"].to_int(), ctx->saved_data["scale_grad_by_freq"].to_bool()),
         Tensor(), Tensor(), Tensor(), Tensor());
   }

@@ -317,7 +317,7 @@ struct DivTensorFunction : autograd::Function<DivTensorFunction> {
     return div(self, other);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    tensor_list saved = ctx->get_saved_variables();
+    auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& g = grads[0];
     const Tensor& other = saved[1];
     return autograd::detail::gradients_in(std::move(grads), ctx->needs_input_grad(0) ? g / other : Tensor(),
@@ -380,7 +380,7 @@ struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Di
     return self;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    tensor_list saved = ctx->get_saved_variables();
+    auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& g = grads[0];
     const Tensor& other = saved[1];
     if (Divide)

@@ -434,7 +434,7 @@ struct ProdFunction : autograd::Function<ProdFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return autograd::detail::gradients_in(
-        std::move(grads), grads[0] * prod_of_others(ctx->get_saved_variables()[0], std::nullopt), Tensor());
+        std::move(grads), grads[0] * prod_of_others(autograd::detail::saved_tensors(*ctx)[0], std::nullopt), Tensor());
   }
 };
 
@@ -450,7 +450,7 @@ struct ProdDimFunction : autograd::Function<ProdDimFunction> {
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Tensor kept = grads[0].reshape(ctx->saved_data["kept"].to_int_list());
-    const Tensor self = ctx->get_saved_variables()[0];
+    const Tensor self = autograd::detail::saved_tensors(*ctx)[0];
     return autograd::detail::gradients_in(
         std::move(grads), kept * prod_of_others(self, ctx->saved_data["dim"].to_int()), Tensor(), Tensor(), Tensor());
   }

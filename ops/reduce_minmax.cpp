@@ -141,7 +141,7 @@ struct ExtremumAllFunction : autograd::Function<ExtremumAllFunction<is_max>> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &self = saved[0], &result = saved[1];
     const Tensor picked = where(ne(result, result), ne(self, self), eq(self, result));
     const Tensor share = grads[0] / sum(picked);
@@ -172,7 +172,7 @@ struct ExtremumDimFunction : autograd::Function<ExtremumDimFunction<is_max>> {
     std::vector<int64_t> line(sizes.size(), 1);
     line[static_cast<size_t>(dim)] = sizes[static_cast<size_t>(dim)];
     const Tensor positions = arange(sizes[static_cast<size_t>(dim)], TensorOptions(kInt64).device(g.device()));
-    const Tensor hit = eq(positions.view(line), ctx->get_saved_variables()[0].reshape(kept));
+    const Tensor hit = eq(positions.view(line), autograd::detail::saved_tensors(*ctx)[0].reshape(kept));
     return autograd::detail::gradients_in(std::move(grads), where(hit, g, zeros({}, g.options())), Tensor(), Tensor());
   }
 };

@@ -217,7 +217,7 @@ struct VarianceFunction : autograd::Function<VarianceFunction<take_root>> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
     const std::optional<std::vector<int64_t>> dims =
         ctx->saved_data.contains("dims") ? std::optional(ctx->saved_data["dims"].to_int_list()) : std::nullopt;
@@ -243,7 +243,7 @@ struct LogSumExpFunction : autograd::Function<LogSumExpFunction> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const std::vector<int64_t>& kept = ctx->saved_data["kept"].to_int_list();
     return autograd::detail::gradients_in(
         std::move(grads), grads[0].reshape(kept) * exp(saved[0] - saved[1].reshape(kept)), Tensor(), Tensor());
@@ -279,7 +279,7 @@ struct NormFunction : autograd::Function<NormFunction> {
     return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     return autograd::detail::gradients_in(
         std::move(grads), norm_derivative(grads[0], saved[0], saved[1], ctx->saved_data["p"].to_double()), Tensor());
   }

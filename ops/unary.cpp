@@ -497,8 +497,8 @@ struct ReluInplaceFunction : autograd::Function<ReluInplaceFunction> {
     return self;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return autograd::detail::gradients_in(std::move(grads),
-                                          ReluOp::derivative(grads[0], Tensor(), ctx->get_saved_variables()[0]));
+    return autograd::detail::gradients_in(
+        std::move(grads), ReluOp::derivative(grads[0], Tensor(), autograd::detail::saved_tensors(*ctx)[0]));
   }
 };
 
@@ -512,7 +512,8 @@ struct GeluFunction : autograd::Function<GeluFunction> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return autograd::detail::gradients_in(
         std::move(grads),
-        gelu_backward(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["approximate"].to_string()), Tensor());
+        gelu_backward(grads[0], autograd::detail::saved_tensors(*ctx)[0], ctx->saved_data["approximate"].to_string()),
+        Tensor());
   }
 };
 
@@ -526,7 +527,7 @@ struct GeluBackwardFunction : autograd::Function<GeluBackwardFunction> {
     return gelu_backward(grad_output, self, approximate);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const std::string approximate = ctx->saved_data["approximate"].to_string();
     const Tensor& gg = grads[0];
     Tensor grad_grad_output = ctx->needs_input_grad(0) ? gelu_backward(gg, saved[1], approximate) : Tensor();
@@ -546,7 +547,7 @@ struct ActivationBackwardFunction : autograd::Function<ActivationBackwardFunctio
     return Tanh ? tanh_backward(grad_output, output) : sigmoid_backward(grad_output, output);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const tensor_list saved = ctx->get_saved_variables();
+    const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor& gg = grads[0];
     const Tensor &g = saved[0], &y = saved[1];
     Tensor grad_grad_output, grad_output;
@@ -574,10 +575,10 @@ struct ClampFunction : autograd::Function<ClampFunction> {
     return clamp(self, min, max);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    return autograd::detail::gradients_in(
-        std::move(grads),
-        clamp_derivative(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["min"], ctx->saved_data["max"]),
-        Tensor(), Tensor());
+    return autograd::detail::gradients_in(std::move(grads),
+                                          clamp_derivative(grads[0], autograd::detail::saved_tensors(*ctx)[0],
+                                                           ctx->saved_data["min"], ctx->saved_data["max"]),
+                                          Tensor(), Tensor());
   }
 };
 
