@@ -181,6 +181,17 @@ void sum_medium(benchmark::State& state) {
 }
 BENCHMARK(sum_medium);
 
+// max with indices along a dim of a [64, 256] float tensor: dim 1 reduces contiguous rows,
+// dim 0 columns (Note [Extremum lanes], ops/reduce_minmax.cpp).
+void max_dim(benchmark::State& state) {
+  manual_seed(0);
+  Tensor x = randn({64, kMediumElements / 64});
+  const int64_t dim = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(x.max(dim));
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(max_dim)->Arg(0)->Arg(1);
+
 #ifdef STRATA_BENCH_WITH_TORCH
 void torch_matmul(benchmark::State& state) {
   torch::set_num_threads(1);
@@ -224,6 +235,15 @@ void torch_sum_medium(benchmark::State& state) {
 }
 BENCHMARK(torch_sum_medium);
 
+void torch_max_dim(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::Tensor x = torch::randn({64, kMediumElements / 64});
+  const int64_t dim = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(x.max(dim));
+  state.SetItemsProcessed(state.iterations() * kMediumElements);
+}
+BENCHMARK(torch_max_dim)->Arg(0)->Arg(1);
+
 void torch_add_broadcast_rows(benchmark::State& state) {
   torch::set_num_threads(1);
   const int64_t rows = state.range(0);
@@ -248,6 +268,8 @@ std::vector<std::pair<std::string, std::string>> ratio_pairs() {
   pairs.emplace_back("add_medium", "torch_add_medium");
   pairs.emplace_back("where_scalar_other", "torch_where_scalar_other");
   pairs.emplace_back("sum_medium", "torch_sum_medium");
+  pairs.emplace_back("max_dim/0", "torch_max_dim/0");
+  pairs.emplace_back("max_dim/1", "torch_max_dim/1");
   for (const char* rows : {"65536", "524288"}) {
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("add_contiguous_rows/") + rows);
     pairs.emplace_back(std::string("add_broadcast_rows/") + rows, std::string("torch_add_broadcast_rows/") + rows);

@@ -45,9 +45,25 @@ Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& 
 //   Acc init() const;
 //   void fold(Acc& acc, C value, int64_t r) const;  r: position along the reduced extent
 //   void store(int64_t output_index, const Acc& acc) const;
+// and may provide a faster fold of one contiguous run of positions 0..n-1 (used when inner is
+// 1), with the result of folding its values one by one:
+//   Acc fold_row(const T* row, int64_t n) const;
 // Outputs are processed in columns of up to kFoldWidth neighbours (inner > 1), so the loop
 // over one reduced row runs along contiguous memory; tasks are spread with parallel_for.
 inline constexpr int64_t kFoldWidth = 64;
+
+// fold_layout's loop for inner == 1 with a reducer's fold_row, kept out of line so that the
+// column loop compiles as it does without it (Note [Loops kept out of line], ops/elementwise.h).
+template <class T, class Reducer>
+[[gnu::noinline]] void fold_rows(const T* x, const ReduceLayout& layout, const Reducer& reducer) {
+  const int64_t reduced = layout.reduced;
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) reducer.store(o, reducer.fold_row(x + o * reduced, reduced));
+  };
+  const int64_t grain = std::max<int64_t>(1, kDefaultGrainSize / std::max<int64_t>(reduced, 1));
+  if (layout.outer <= grain) rows(0, layout.outer);
+  else parallel_for(0, layout.outer, grain, rows);
+}
 
 template <class T, class Reducer>
 void fold_layout(const T* x, const ReduceLayout& layout, const Reducer& reducer) {
@@ -56,6 +72,9 @@ void fold_layout(const T* x, const ReduceLayout& layout, const Reducer& reducer)
   const int64_t reduced = layout.reduced, inner = layout.inner;
   const int64_t blocks = (inner + kFoldWidth - 1) / kFoldWidth;
   const int64_t work_per_task = std::max<int64_t>(1, reduced * std::min(inner, kFoldWidth));
+  if constexpr (requires { reducer.fold_row(x, reduced); }) {
+    if (inner == 1) return fold_rows(x, layout, reducer);
+  }
   auto run = [&](int64_t begin, int64_t end) {
     Acc accumulators[kFoldWidth];
     for (int64_t task = begin; task < end; ++task) {

@@ -9,7 +9,10 @@
 #include <strata/ops/structured.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <tuple>
+#include <type_traits>
 
 namespace strata {
 namespace {
@@ -26,6 +29,23 @@ bool is_nan(C value) {
   if constexpr (std::is_floating_point_v<C>) return std::isnan(value);
   else return false;
 }
+
+// Note [Extremum lanes]
+// A float max or min over a contiguous row (dim=-1, or all elements) runs in vector lanes:
+// lane l folds positions l, l + kWidth, l + 2 kWidth, ... by fold's rule, keeping its best
+// value and the first position it was found at. The lanes then combine by the same rule, with
+// ties (equal values, or NaN against NaN) going to the smaller position, and the remainder is
+// folded after them. The result is what the scalar fold gives, the first NaN or else the first
+// position of the best value, and -0.0 and 0.0 keep whichever comes first. Positions are
+// lanes of the value's width (int32 for float), so rows up to kLargestRow take this path.
+template <class T>
+struct ExtremumLanes {
+  static constexpr int64_t kWidth = 64 / sizeof(T);
+  using Position = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef T Values __attribute__((vector_size(64)));
+  typedef Position Positions __attribute__((vector_size(64)));
+  static constexpr int64_t kLargestRow = std::numeric_limits<Position>::max() - 2 * kWidth;
+};
 
 template <class T, bool is_max>
 struct ExtremumReducer {
@@ -49,6 +69,40 @@ struct ExtremumReducer {
   void store(int64_t position, const Acc& acc) const {
     if (values) values[position] = static_cast<T>(acc.value);
     if (indices) indices[position] = acc.index;
+  }
+
+  // See Note [Extremum lanes].
+  Acc fold_row(const T* row, int64_t n) const requires(std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    using Lanes = ExtremumLanes<T>;
+    using V = typename Lanes::Values;
+    using P = typename Lanes::Positions;
+    constexpr int64_t kWidth = Lanes::kWidth;
+    Acc acc = init();
+    int64_t i = 0;
+    if (n >= 2 * kWidth && n <= Lanes::kLargestRow) {
+      V best, value;
+      __builtin_memcpy(&best, row, sizeof(V));
+      P position, current;
+      for (int64_t l = 0; l < kWidth; ++l) position[l] = l;
+      current = position;
+      for (i = kWidth; i + kWidth <= n; i += kWidth) {
+        __builtin_memcpy(&value, row + i, sizeof(V));
+        current += kWidth;
+        // better(value, best) lane by lane: a NaN beats a number; a number beats a number
+        // strictly (so each lane keeps the first position of its best value).
+        const P take = (is_max ? value > best : value < best) | ((value != value) & (best == best));
+        best = take ? value : best;
+        position = take ? current : position;
+      }
+      for (int64_t l = 0; l < kWidth; ++l) {
+        const C candidate = best[l];
+        const int64_t at = position[l];
+        if (acc.index < 0 || better(candidate, acc.value) || (!better(acc.value, candidate) && at < acc.index))
+          acc = {candidate, at};
+      }
+    }
+    for (; i < n; ++i) fold(acc, row[i], i);
+    return acc;
   }
 };
 

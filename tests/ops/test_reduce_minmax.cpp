@@ -1,8 +1,13 @@
 // Tests for ops/reduce_minmax.cpp: max and min (all elements and along a dim), argmax, argmin.
 #include "op_test_util.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <random>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 using namespace strata;
 using strata::testing::check_meta_matches;
@@ -118,4 +123,75 @@ TEST_CASE("reduce_minmax: int8 and int16 extremes and their indices") {
   check_values(values, {2}, kInt8, {127, 5});
   check_values(indices, {2}, kInt64, {1, 0});
   check_values(tensor({int16_t{-1}, int16_t{-300}, int16_t{2}}).argmin(), {}, kInt64, {1});
+}
+
+namespace {
+
+// The first NaN, else the first position of the largest (smallest) value: max's and min's rule.
+template <class T>
+std::pair<T, int64_t> reference_extremum(const T* row, int64_t n, bool is_max) {
+  int64_t at = 0;
+  for (int64_t i = 1; i < n && !std::isnan(row[at]); ++i)
+    if (std::isnan(row[i]) || (is_max ? row[i] > row[at] : row[i] < row[at])) at = i;
+  return {row[at], at};
+}
+
+// Rows of small integers (many ties), zeros of both signs, and in some rows NaNs.
+template <class T>
+std::vector<T> tie_heavy_rows(int64_t rows, int64_t n, std::mt19937& random) {
+  std::vector<T> data(static_cast<size_t>(rows * n));
+  for (T& value : data) {
+    const int pick = static_cast<int>(random() % 10);
+    value = pick == 0 ? T(-0.0) : pick == 1 ? T(0.0) : static_cast<T>(static_cast<int>(random() % 7) - 3);
+  }
+  for (int64_t r = 1; r < rows; r += 2) {  // odd rows get one or two NaNs
+    data[static_cast<size_t>(r * n + static_cast<int64_t>(random() % n))] = std::numeric_limits<T>::quiet_NaN();
+    if (r % 4 == 3)
+      data[static_cast<size_t>(r * n + static_cast<int64_t>(random() % n))] = -std::numeric_limits<T>::quiet_NaN();
+  }
+  return data;
+}
+
+template <class T>
+void check_rows_against_reference(int64_t n, std::mt19937& random) {
+  constexpr int64_t kRows = 4;
+  const std::vector<T> data = tie_heavy_rows<T>(kRows, n, random);
+  const Tensor x = tensor(data, {kRows, n}, std::is_same_v<T, float> ? kFloat32 : kFloat64);
+  for (bool is_max : {true, false}) {
+    auto [values, indices] = is_max ? max(x, 1) : min(x, 1);
+    const Tensor arg = is_max ? argmax(x, 1) : argmin(x, 1);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const auto [value, at] = reference_extremum(data.data() + r * n, n, is_max);
+      CAPTURE(n);
+      CAPTURE(r);
+      CAPTURE(is_max);
+      CHECK(indices.data_ptr<int64_t>()[r] == at);
+      CHECK(arg.data_ptr<int64_t>()[r] == at);
+      const T got = values.data_ptr<T>()[r];
+      CHECK(std::isnan(got) == std::isnan(value));
+      if (!std::isnan(value)) CHECK(std::signbit(got) == std::signbit(value));  // -0.0 and 0.0 keep the first
+      if (!std::isnan(value)) CHECK(got == value);
+    }
+    const auto [all_value, all_at] = reference_extremum(data.data(), kRows * n, is_max);
+    const Tensor all = is_max ? max(x) : min(x);
+    CHECK(std::isnan(all.item<T>()) == std::isnan(all_value));
+    if (!std::isnan(all_value)) CHECK(all.item<T>() == all_value);
+    CHECK((is_max ? argmax(x) : argmin(x)).item<int64_t>() == all_at);
+  }
+}
+
+}  // namespace
+
+// Contiguous float rows run in vector lanes (Note [Extremum lanes], ops/reduce_minmax.cpp);
+// every length around the lane widths must give the scalar rule's value and index.
+TEST_CASE("max and min along contiguous rows: every length agrees with the scalar rule, ties, -0.0 and NaN") {
+  std::mt19937 random(7);
+  for (int64_t n = 1; n <= 80; ++n) {
+    check_rows_against_reference<float>(n, random);
+    check_rows_against_reference<double>(n, random);
+  }
+  for (int64_t n : {127, 128, 129, 1000, 4099, 65537}) {
+    check_rows_against_reference<float>(n, random);
+    check_rows_against_reference<double>(n, random);
+  }
 }
