@@ -93,6 +93,17 @@ static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) 
 // system refuses an allocation, both caches are emptied and the allocation retried once, and
 // cpu_allocator_empty_cache() empties it. A block's DataPtr context holds its true size, so a
 // reused block that is a little larger is accounted and cached at that size.
+// Note [Spilled class blocks]
+// The lists of the largest classes hold only a few blocks (two of 4 MiB), and a loop whose
+// step makes more temporaries of one such size than that freed the rest and faulted their
+// pages in again every iteration: a * b + c * d - e on 1M floats (four 4 MiB blocks live) took
+// 13-17 ms a call instead of 1.5, 1024 page faults each time on a VM where a fault costs over
+// 10 us. A class block of at least kSpillBytes that its full list cannot take goes to the
+// large-block cache instead, and a request of such a class that its list cannot serve looks
+// there, under the same byte limit. Below kSpillBytes the lists are long enough, and a block
+// costs less to fault in than the cache's lock.
+constexpr size_t kSpillBytes = size_t{256} << 10;
+
 class LargeBlockCache {
  public:
   // A cached block of at least `nbytes` and at most nbytes + nbytes / 8, or null.
@@ -274,6 +285,7 @@ void cpu_free(void* data, void* context, size_t /*nbytes*/) {
   count_live(cache, -static_cast<int64_t>(rounded));
   if (rounded <= kLargestClass) {
     if (cache && cache->push(size_class(rounded), data)) return;
+    if (rounded >= kSpillBytes && large_cache().give(data, rounded)) return;  // Note [Spilled class blocks]
   } else if (large_cache().give(data, rounded)) {
     return;
   }
@@ -333,6 +345,11 @@ class CpuAllocator final : public Allocator {
     ThreadCache* cache = thread_cache();
     if (rounded <= kLargestClass) {
       if (cache) block = cache->pop(size_class(rounded));
+      if (!block && rounded >= kSpillBytes) {  // Note [Spilled class blocks]
+        size_t block_bytes = 0;
+        block = large_cache().take(rounded, block_bytes);
+        if (block) rounded = block_bytes;
+      }
     } else {
       size_t block_bytes = 0;
       block = large_cache().take(rounded, block_bytes);

@@ -5,6 +5,7 @@
 #include <strata/tensor/errors.h>
 #include <strata/tensor/storage.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -129,6 +130,37 @@ TEST_CASE("storage: freed large blocks are cached and reused for requests they f
   std::memset(slightly_smaller->data(), 1, slightly_smaller->nbytes());
   slightly_smaller.reset();
   CHECK(cpu_live_bytes() == live);
+  cpu_allocator_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
+}
+
+// Note [Spilled class blocks]: the 4 MiB class list holds two blocks; the others go to the
+// large-block cache, and later requests of that class take them back from there.
+TEST_CASE("storage: class blocks a full list cannot keep are cached as large blocks and reused") {
+  cpu_allocator_empty_cache();
+  constexpr size_t kBlock = size_t{4} << 20;  // the largest class
+  constexpr int kBlocks = 6;
+  const int64_t live = cpu_live_bytes();
+  std::vector<void*> first;
+  {
+    std::vector<intrusive_ptr<StorageImpl>> held;
+    for (int i = 0; i < kBlocks; ++i) held.push_back(make_storage(kBlock, Device(kCPU)));
+    for (const auto& storage : held) first.push_back(storage->data());
+  }
+  CHECK(cpu_cached_bytes() == static_cast<int64_t>((kBlocks - 2) * kBlock));  // two stay in the class list
+  CHECK(cpu_live_bytes() == live);
+  {
+    std::vector<intrusive_ptr<StorageImpl>> again;
+    for (int i = 0; i < kBlocks; ++i) again.push_back(make_storage(kBlock - 100, Device(kCPU)));
+    for (const auto& storage : again) CHECK(std::find(first.begin(), first.end(), storage->data()) != first.end());
+    CHECK(cpu_cached_bytes() == 0);
+    CHECK(cpu_live_bytes() == live + static_cast<int64_t>(kBlocks * kBlock));
+  }
+  CHECK(cpu_live_bytes() == live);
+  {
+    auto small = make_storage(size_t{64} << 10, Device(kCPU));  // below the spill size: never in the large cache
+  }
+  CHECK(cpu_cached_bytes() == static_cast<int64_t>((kBlocks - 2) * kBlock));
   cpu_allocator_empty_cache();
   CHECK(cpu_cached_bytes() == 0);
 }
