@@ -24,7 +24,8 @@ using strata::testing::expect_error;
 
 namespace {
 
-constexpr int64_t kTile = 64;      // kTileElements in jit/fusion.cpp
+constexpr int64_t kTile = 64;            // kTileElements in jit/fusion.cpp
+constexpr int64_t kCachedTile = 1024;     // kCachedTileElements: tiles when everything fits in cache
 constexpr int64_t kGrain = 32768;  // kDefaultGrainSize: the eager chunking
 
 // n values of `dtype`: mostly moderate values of both signs, with zeros, -0, large
@@ -237,8 +238,8 @@ void with_threads(int threads, Fn&& fn) {
 TEST_CASE("fusion: every op matches its eager kernel bit for bit") {
   for (ScalarType dtype : {kFloat32, kFloat64}) {
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{15}, int64_t{17}, int64_t{100},
-                      kTile - 1, kTile, kTile + 1, 3 * kTile + 5, int64_t{2049}, kGrain - 1, kGrain + 1,
-                      int64_t{1000003}})
+                      kTile - 1, kTile, kTile + 1, 3 * kTile + 5, kCachedTile - 1, kCachedTile, kCachedTile + 1,
+                      int64_t{2049}, 3 * kCachedTile + 5, kGrain - 1, kGrain + 1, int64_t{1000003}})
       for (const FusedProgram& program : {every_op_program(dtype), slot_program(dtype)})
         check_matches_eager(program, n, static_cast<uint64_t>(n) + 7);
   }
