@@ -19,9 +19,14 @@ class NotImplementedNode final : public Node {
   explicit NotImplementedNode(std::string op) : op_(std::move(op)) {}
   std::string name() const override { return "NotImplemented[" + op_ + "]"; }
   tensor_list apply(tensor_list&&) override {
+    // The registration to write, in the op's own namespace: "myops::swish" gives
+    // STRATA_LIBRARY_IMPL(myops, Autograd, m) { m.impl("swish", ...); }.
+    const size_t colons = op_.find("::");
+    const std::string ns = colons == std::string::npos ? "ns" : op_.substr(0, colons);
+    const std::string name = colons == std::string::npos ? op_ : op_.substr(colons + 2);
     strata::detail::throw_error<NotImplementedError>(
         "[", op_, "] the derivative of ", op_, " is not implemented: register an Autograd kernel for it, e.g. "
-        "Library(\"ns\", Library::IMPL, DispatchKey::Autograd).impl(\"op\", autograd::kernel<MyFunction>())");
+        "STRATA_LIBRARY_IMPL(", ns, ", Autograd, m) { m.impl(\"", name, "\", autograd::kernel<MyFunction>()); }");
   }
 
  private:
