@@ -48,6 +48,9 @@ Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& 
 // and may provide a faster fold of one contiguous run of positions 0..n-1 (used when inner is
 // 1), with the result of folding its values one by one:
 //   Acc fold_row(const T* row, int64_t n) const;
+// and a faster fold of a block of `width` neighbouring outputs (inner > 1), storing them from
+// output index `first` on, each with the result of folding its column value by value:
+//   void fold_columns(const T* block, int64_t reduced, int64_t stride, int64_t width, int64_t first) const;
 // Outputs are processed in columns of up to kFoldWidth neighbours (inner > 1), so the loop
 // over one reduced row runs along contiguous memory; tasks are spread with parallel_for.
 inline constexpr int64_t kFoldWidth = 64;
@@ -80,8 +83,12 @@ void fold_layout(const T* x, const ReduceLayout& layout, const Reducer& reducer)
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / blocks, column = task % blocks * kFoldWidth;
       const int64_t width = std::min(kFoldWidth, inner - column);
-      for (int64_t j = 0; j < width; ++j) accumulators[j] = reducer.init();
       const T* base = x + o * reduced * inner + column;
+      if constexpr (requires { reducer.fold_columns(base, reduced, inner, width, o); }) {
+        reducer.fold_columns(base, reduced, inner, width, o * inner + column);
+        continue;
+      }
+      for (int64_t j = 0; j < width; ++j) accumulators[j] = reducer.init();
       for (int64_t r = 0; r < reduced; ++r) {
         const T* row = base + r * inner;
         for (int64_t j = 0; j < width; ++j) reducer.fold(accumulators[j], static_cast<C>(row[j]), r);

@@ -38,6 +38,7 @@ bool is_nan(C value) {
 // folded after them. The result is what the scalar fold gives, the first NaN or else the first
 // position of the best value, and -0.0 and 0.0 keep whichever comes first. Positions are
 // lanes of the value's width (int32 for float), so rows up to kLargestRow take this path.
+// Along a dim with neighbours (max(x, 0)), each lane follows one output column instead.
 template <class T>
 struct ExtremumLanes {
   static constexpr int64_t kWidth = 64 / sizeof(T);
@@ -103,6 +104,39 @@ struct ExtremumReducer {
     }
     for (; i < n; ++i) fold(acc, row[i], i);
     return acc;
+  }
+
+  // See Note [Extremum lanes]: here lane l of a vector follows column j + l of the block to the
+  // end, so no lanes combine. Out of line, so the generic column loop compiles as it would.
+  [[gnu::noinline]] void fold_columns(const T* block, int64_t reduced, int64_t stride, int64_t width,
+                                      int64_t first) const
+    requires(std::is_same_v<T, float> || std::is_same_v<T, double>)
+  {
+    using Lanes = ExtremumLanes<T>;
+    using V = typename Lanes::Values;
+    using P = typename Lanes::Positions;
+    using Position = typename Lanes::Position;
+    constexpr int64_t kWidth = Lanes::kWidth;
+    int64_t j = 0;
+    if (reduced <= Lanes::kLargestRow) {
+      for (; j + kWidth <= width; j += kWidth) {
+        V best, value;
+        __builtin_memcpy(&best, block + j, sizeof(V));
+        P position = {};
+        for (int64_t r = 1; r < reduced; ++r) {
+          __builtin_memcpy(&value, block + r * stride + j, sizeof(V));
+          const P take = (is_max ? value > best : value < best) | ((value != value) & (best == best));
+          best = take ? value : best;
+          position = take ? P{} + static_cast<Position>(r) : position;
+        }
+        for (int64_t l = 0; l < kWidth; ++l) store(first + j + l, Acc{best[l], position[l]});
+      }
+    }
+    for (; j < width; ++j) {
+      Acc acc = init();
+      for (int64_t r = 0; r < reduced; ++r) fold(acc, block[r * stride + j], r);
+      store(first + j, acc);
+    }
   }
 };
 
