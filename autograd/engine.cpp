@@ -7,7 +7,6 @@
 #include <span>
 #include <thread>
 
-#include <strata/autograd/function.h>
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
 #include <strata/ops/ops.h>

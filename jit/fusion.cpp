@@ -45,8 +45,9 @@ namespace strata::jit::detail {
 // - the executor splits the range with the same run_chunked (same range, same grain, so the
 //   same chunks for the same thread count: eager's own bits may change with the thread count,
 //   and the fused results change with them);
-// - tiles end at multiples of kTileElements (a multiple of every packet size) or at the end
-//   of the chunk, so a tile's packets are eager's packets and only a chunk's ends are scalar;
+// - tiles end at multiples of the tile size (kTileElements or kCachedTileElements, both
+//   multiples of every packet size) or at the end of the chunk, so a tile's packets are
+//   eager's packets and only a chunk's ends are scalar;
 // - a tile's destination starts at the address eager's output has modulo 64: outputs are
 //   fresh 64-byte aligned tensors too, and a slot is 64-byte aligned with the tile placed at
 //   element offset begin % (64 / sizeof(C));
