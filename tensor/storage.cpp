@@ -103,6 +103,7 @@ static_assert(class_capacity(0) == kMaxSmallBlocksPerClass && class_capacity(5) 
 // there, under the same byte limit. Below kSpillBytes the lists are long enough, and a block
 // costs less to fault in than the cache's lock.
 constexpr size_t kSpillBytes = size_t{256} << 10;
+static_assert(kSpillBytes < kLargestClass, "every large block is at least kSpillBytes");
 
 class LargeBlockCache {
  public:
@@ -283,12 +284,10 @@ void cpu_free(void* data, void* context, size_t /*nbytes*/) {
   size_t rounded = reinterpret_cast<size_t>(context);
   ThreadCache* cache = thread_cache();
   count_live(cache, -static_cast<int64_t>(rounded));
-  if (rounded <= kLargestClass) {
-    if (cache && cache->push(size_class(rounded), data)) return;
-    if (rounded >= kSpillBytes && large_cache().give(data, rounded)) return;  // Note [Spilled class blocks]
-  } else if (large_cache().give(data, rounded)) {
-    return;
-  }
+  if (rounded <= kLargestClass && cache && cache->push(size_class(rounded), data)) return;
+  // Every block over kLargestClass, and a class block its full list could not take (Note
+  // [Spilled class blocks]); kSpillBytes < kLargestClass.
+  if (rounded >= kSpillBytes && large_cache().give(data, rounded)) return;
   std::free(data);
 }
 
@@ -343,14 +342,8 @@ class CpuAllocator final : public Allocator {
                                              : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
     void* block = nullptr;
     ThreadCache* cache = thread_cache();
-    if (rounded <= kLargestClass) {
-      if (cache) block = cache->pop(size_class(rounded));
-      if (!block && rounded >= kSpillBytes) {  // Note [Spilled class blocks]
-        size_t block_bytes = 0;
-        block = large_cache().take(rounded, block_bytes);
-        if (block) rounded = block_bytes;
-      }
-    } else {
+    if (rounded <= kLargestClass && cache) block = cache->pop(size_class(rounded));
+    if (!block && rounded >= kSpillBytes) {  // a large block, or a spilled class block
       size_t block_bytes = 0;
       block = large_cache().take(rounded, block_bytes);
       if (block) rounded = block_bytes;  // a reused block may be up to 1/8 larger
