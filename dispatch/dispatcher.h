@@ -245,6 +245,11 @@ class TypedOperatorHandle<R(Args...)> {
   }
 
   const OperatorHandle& handle() const { return handle_; }
+  // False once the operator was defined again after typed<Sig>() checked this handle (calling
+  // it then throws); one atomic load. See Note [Stale typed handles] in dispatcher.cpp.
+  bool is_current() const {
+    return handle_.core_->table.load(std::memory_order_acquire)->schema_generation == generation_;
+  }
 
  private:
   friend class OperatorHandle;

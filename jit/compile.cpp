@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <strata/autograd/grad_mode.h>
@@ -18,7 +19,8 @@ namespace strata::jit {
 // and constants. Then:
 // - under grad, when anything the graph reads requires grad, the plan is that graph, replayed
 //   through the dispatcher: autograd records every op as in eager mode, so gradients equal
-//   eager's and backward costs what eager's does;
+//   eager's and backward costs what eager's does; the common call shapes are made once
+//   (Note [Prepared graphs]), so replay costs about what eager's forward does;
 // - otherwise consecutive elementwise nodes of one dtype (float32 or float64) and shape on the
 //   CPU become one prim::FusedChain node, run by detail::run_fused over cache-sized tiles with
 //   no dispatch per op and no full-size temporaries (Note [Fused elementwise tiles]); what
@@ -190,6 +192,7 @@ size_t fuse_chains(Graph& graph) {
 struct Plan {
   Graph graph;
   size_t fused_chains = 0;
+  std::optional<detail::PreparedGraph> prepared;  // made once graph is final; refers to it
 };
 
 }  // namespace
@@ -209,6 +212,7 @@ struct CompiledFunction::State {
     fold_constants(plan->graph);
     eliminate_common_subexpressions(plan->graph);  // ends with dead-code elimination
     if (!needs_autograd(plan->graph, inputs)) plan->fused_chains = fuse_chains(plan->graph);
+    plan->prepared.emplace(plan->graph);
     return plans.emplace(std::move(key), std::move(plan)).first->second;
   }
 };
@@ -220,7 +224,7 @@ CompiledFunction::CompiledFunction(Fn fn) : state_(std::make_shared<State>()) {
 
 tensor_list CompiledFunction::operator()(const tensor_list& inputs) const {
   std::shared_ptr<const Plan> plan = state_->plan_for(inputs);
-  return plan->graph.run(inputs);
+  return plan->prepared->run(inputs);
 }
 
 const Graph& CompiledFunction::graph_for(const tensor_list& inputs) const { return state_->plan_for(inputs)->graph; }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <map>
 #include <sstream>
+#include <variant>
 
 #include <strata/jit/ir_text.h>
 
@@ -188,6 +189,176 @@ tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, ten
       if (value.defined()) kept->push_back(std::move(value));
   return outputs;
 }
+
+// Note [Prepared graphs]
+// Graph::run pays per node for things that are the same every run: each operand becomes an
+// IValue on a stack, the boxed call unpacks it again, and the values' last uses are worked out
+// anew. That made a replayed 300-op tanh chain take 1.5x eager's time, and a compiled function
+// under grad replays its graph on every call. A PreparedGraph works these out once. A node
+// whose schema is one of a few common call shapes (a tensor; two tensors; a tensor and a
+// Scalar; either with a Scalar alpha; linear's two tensors and an optional one), with value
+// operands and number constants, keeps a typed handle and its constants as Scalars. It is
+// called as eager code calls it, through the same dispatcher entry, so autograd, tracing and
+// replaced kernels see the same call and the results are eager's bit for bit. Every other node
+// (in-place ops, lists, ints, dtypes, Functions, captured constants) runs as Graph::run runs
+// it. The values each node leaves dead are listed once. A node whose operator was defined
+// again since (a new schema generation) goes back to the boxed call. The typed path is the
+// traced device's: inputs on another device run as Graph::run does.
+namespace detail {
+namespace {
+
+using Tensor1Op = TypedOperatorHandle<Tensor(const Tensor&)>;
+using Tensor2Op = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&)>;
+using TensorScalarOp = TypedOperatorHandle<Tensor(const Tensor&, const Scalar&)>;
+using Tensor2ScalarOp = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&, const Scalar&)>;
+using TensorScalar2Op = TypedOperatorHandle<Tensor(const Tensor&, const Scalar&, const Scalar&)>;
+using Tensor2OptionalOp = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>;
+// The alternatives' order is the call shape's code: "T", "TT", "TS", "TTS", "TSS", "TTO".
+using TypedCall = std::variant<std::monostate, Tensor1Op, Tensor2Op, TensorScalarOp, Tensor2ScalarOp, TensorScalar2Op,
+                               Tensor2OptionalOp>;
+
+struct Step {
+  size_t node = 0;
+  TypedCall call;  // monostate: run as Graph::run does
+  std::array<int, 3> tensors{-1, -1, -1};  // value ids in argument order; -1: a None Tensor?
+  std::array<Scalar, 2> scalars;
+  int out = -1;
+  std::vector<int> release;  // values no later node reads
+};
+
+// The typed call for `node` with its operands in `step`, or monostate.
+TypedCall typed_call(const Node& node, Step& step) {
+  if (node.is_function() || !node.handle.has_schema()) return {};
+  const FunctionSchema& schema = node.handle.schema();
+  if (schema.is_mutable() || schema.returns.size() != 1 || node.outputs.size() != 1 || !node.outputs[0].is_value() ||
+      schema.arguments.size() != node.inputs.size())
+    return {};
+  const SchemaType& result = schema.returns[0].type;
+  if (result.base != BaseType::Tensor || result.is_list || result.optional) return {};
+  std::string shape;
+  size_t tensors = 0, scalars = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const SchemaType& type = schema.arguments[i].type;
+    const Operand& operand = node.inputs[i];
+    if (type.is_list || shape.size() == 3) return {};
+    if (type.base == BaseType::Tensor && !type.optional && operand.is_value()) {
+      shape += 'T';
+      step.tensors[tensors++] = operand.value;
+    } else if (type.base == BaseType::Tensor && type.optional &&
+               (operand.is_value() || (operand.is_constant() && operand.constant.is_none()))) {
+      shape += 'O';
+      step.tensors[tensors++] = operand.is_value() ? operand.value : -1;
+    } else if (type.base == BaseType::Scalar && !type.optional && operand.is_constant() &&
+               operand.constant.is_number() && scalars < step.scalars.size()) {
+      shape += 'S';
+      step.scalars[scalars++] = operand.constant.to_scalar();
+    } else {
+      return {};
+    }
+  }
+  step.out = node.outputs[0].value;
+  const OperatorHandle& op = node.handle;
+  try {  // the checks above match the schema, so typed<>() agrees; a mismatch stays boxed
+    if (shape == "T") return op.typed<Tensor(const Tensor&)>();
+    if (shape == "TT") return op.typed<Tensor(const Tensor&, const Tensor&)>();
+    if (shape == "TS") return op.typed<Tensor(const Tensor&, const Scalar&)>();
+    if (shape == "TTS") return op.typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>();
+    if (shape == "TSS") return op.typed<Tensor(const Tensor&, const Scalar&, const Scalar&)>();
+    if (shape == "TTO") return op.typed<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>();
+  } catch (const TypeError&) {
+  }
+  return {};
+}
+
+// False for monostate and for a handle whose operator was defined again.
+bool is_current(const TypedCall& call) {
+  return std::visit([](const auto& op) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(op)>, std::monostate>) return false;
+    else return op.is_current();
+  }, call);
+}
+
+Tensor call_typed(const Step& step, const std::vector<Tensor>& env) {
+  const auto& t = step.tensors;
+  const auto& s = step.scalars;
+  switch (step.call.index()) {
+    case 1: return std::get<Tensor1Op>(step.call).call(env[t[0]]);
+    case 2: return std::get<Tensor2Op>(step.call).call(env[t[0]], env[t[1]]);
+    case 3: return std::get<TensorScalarOp>(step.call).call(env[t[0]], s[0]);
+    case 4: return std::get<Tensor2ScalarOp>(step.call).call(env[t[0]], env[t[1]], s[0]);
+    case 5: return std::get<TensorScalar2Op>(step.call).call(env[t[0]], s[0], s[1]);
+    default: {
+      const std::optional<Tensor> third = t[2] < 0 ? std::nullopt : std::optional<Tensor>(env[t[2]]);
+      return std::get<Tensor2OptionalOp>(step.call).call(env[t[0]], env[t[1]], third);
+    }
+  }
+}
+
+}  // namespace
+
+struct PreparedGraph::State {
+  const Graph* graph = nullptr;
+  Device traced = Device(kCPU);
+  std::vector<Step> steps;
+  size_t typed = 0;
+};
+
+PreparedGraph::PreparedGraph(const Graph& graph) {
+  auto state = std::make_shared<State>();
+  state->graph = &graph;
+  state->traced = traced_device(graph);
+  const std::vector<Node>& nodes = graph.nodes();
+  std::vector<int> last_use(graph.values().size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Operand& input : nodes[i].inputs)
+      input.for_each_value([&](int id) { last_use[id] = static_cast<int>(i); });
+  for (int id : graph.outputs()) last_use[id] = static_cast<int>(nodes.size());
+  state->steps.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Step& step = state->steps[i];
+    step.node = i;
+    step.call = typed_call(nodes[i], step);
+    if (step.call.index() != 0) ++state->typed;
+    auto release = [&](int id) {
+      if (std::find(step.release.begin(), step.release.end(), id) == step.release.end()) step.release.push_back(id);
+    };
+    for (const Operand& input : nodes[i].inputs)
+      input.for_each_value([&](int id) { if (last_use[id] == static_cast<int>(i)) release(id); });
+    for (const Operand& output : nodes[i].outputs)  // results nobody reads
+      output.for_each_value([&](int id) { if (last_use[id] < 0) release(id); });
+  }
+  state_ = std::move(state);
+}
+
+tensor_list PreparedGraph::run(const tensor_list& inputs) const {
+  const State& state = *state_;
+  const Graph& graph = *state.graph;
+  check_inputs(graph, inputs);
+  if (!inputs.empty() && inputs[0].device() != state.traced) return run_graph(graph, inputs, nullptr);
+  Replay replay{graph, state.traced, state.traced, {}, {}};
+  std::vector<Tensor>& env = replay.env;
+  env.resize(graph.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[graph.inputs()[i]] = inputs[i];
+  Stack stack;
+  for (const Step& step : state.steps) {
+    const Node& node = graph.nodes()[step.node];
+    if (is_current(step.call)) {
+      env[step.out] = call_typed(step, env);
+    } else {
+      replay.run_node(node, stack);
+      stack.clear();
+    }
+    for (int id : step.release) env[id] = Tensor();
+  }
+  tensor_list outputs;
+  outputs.reserve(graph.outputs().size());
+  for (int id : graph.outputs()) outputs.push_back(env[id]);
+  return outputs;
+}
+
+size_t PreparedGraph::typed_nodes() const { return state_->typed; }
+
+}  // namespace detail
 
 std::string Graph::str() const { return detail::print_graph(*this); }
 

@@ -105,6 +105,20 @@ namespace detail {
 // Graph::run; with `kept`, every value the run makes stays alive in it (a CUDA graph capture
 // needs its buffers to outlive the capture).
 tensor_list run_graph(const Graph& graph, const tensor_list& inputs, tensor_list* kept);
+
+// A graph made ready for many runs, as jit::compile runs it: the same results as Graph::run,
+// with common call shapes made once instead of per call. See Note [Prepared graphs] in graph.cpp.
+class PreparedGraph {
+ public:
+  explicit PreparedGraph(const Graph& graph);  // `graph` must outlive it, unchanged
+  tensor_list run(const tensor_list& inputs) const;
+  // How many nodes run through typed handles (the rest are boxed calls or Functions).
+  size_t typed_nodes() const;
+
+ private:
+  struct State;
+  std::shared_ptr<const State> state_;
+};
 }  // namespace detail
 
 // Traces `fn` on `example_inputs`: every dispatcher call it makes (built-in or custom ops, and
