@@ -53,6 +53,28 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& fn, uint32_t
 // Threads running forward on shared parameters all ask for the same leaf's accumulator, and
 // threads running backward accumulate into the same .grad; both happen under the leaf's
 // AutogradMeta mutex (uncontended in one thread: one atomic pair per leaf per pass).
+//
+// Note [Kept accumulators]
+// As in LibTorch, a graph keeps the leaves it accumulates into alive (a leaf's .grad fills even
+// after the caller dropped its handle, and its hooks run), and the leaf does not keep its
+// graphs alive. LibTorch gets there with an AccumulateGrad that holds the leaf, held weakly by
+// the leaf, so a new one is built whenever the leaf enters a graph after the last one died: in
+// a training loop, once per parameter per step, which was about a tenth of a tiny add's forward
+// and backward. strata keeps one AccumulateGrad per leaf, owned by the leaf's AutogradMeta and
+// holding only a raw pointer back, and hands graphs an aliasing shared_ptr to it whose owner is
+// a small block holding the leaf and the accumulator (LeafEdge): one pooled allocation and two
+// count changes instead of a Node built and torn down. The leaf keeps that handle weakly, so
+// every graph alive at once shares one block. No cycle: leaf -> meta -> accumulator, and
+// graph -> block -> leaf. set_data to another dtype, shape or device starts a new accumulator
+// for later graphs (as LibTorch resets its grad_accumulator_ then); graphs made before keep
+// theirs.
+namespace {
+struct LeafEdge {
+  Tensor leaf;
+  std::shared_ptr<AccumulateGrad> accumulator;
+};
+}  // namespace
+
 Edge gradient_edge(const Tensor& t) {
   refresh_view_history(t);
   AutogradMeta* meta = meta_of(t);
@@ -62,12 +84,24 @@ Edge gradient_edge(const Tensor& t) {
   std::lock_guard<std::mutex> lock(meta->mutex_);
   std::shared_ptr<Node> accumulator = meta->grad_accumulator_.lock();
   if (!accumulator) {
-    // The accumulator holds the leaf; the leaf holds it weakly (no cycle).
-    accumulator = std::allocate_shared<AccumulateGrad>(strata::detail::SmallBlockAllocator<AccumulateGrad>(),
-                                                    Tensor(intrusive_ptr<TensorImpl>::reclaim_copy(t.impl())));
+    if (!meta->accumulator_)
+      meta->accumulator_ =
+          std::allocate_shared<AccumulateGrad>(strata::detail::SmallBlockAllocator<AccumulateGrad>(), t);
+    Node* node = meta->accumulator_.get();
+    auto owner = std::allocate_shared<LeafEdge>(strata::detail::SmallBlockAllocator<LeafEdge>(),
+                                                LeafEdge{t, meta->accumulator_});
+    accumulator = std::shared_ptr<Node>(std::move(owner), node);
     meta->grad_accumulator_ = accumulator;
   }
   return {std::move(accumulator), 0};  // a moved shared_ptr costs no count change
+}
+
+void forget_accumulator(const Tensor& t) {
+  AutogradMeta* meta = meta_of(t);
+  if (!meta) return;
+  std::lock_guard<std::mutex> lock(meta->mutex_);
+  meta->accumulator_.reset();
+  meta->grad_accumulator_.reset();
 }
 
 // The rules for in-place ops under autograd, as PyTorch's: a leaf that requires grad, or a
@@ -91,10 +125,12 @@ void check_inplace(const Tensor& self, const char* op) {
 
 }  // namespace detail
 
-AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
+AccumulateGrad::AccumulateGrad(const Tensor& variable) : leaf_(variable.impl()) {
   sequence_nr_ = UINT64_MAX;  // leaves run as soon as their gradient is complete
-  output_metadata_.push_back(TensorMetadata::of(variable_));
+  output_metadata_.push_back(TensorMetadata::of(variable));
 }
+
+Tensor AccumulateGrad::variable() const { return Tensor(intrusive_ptr<TensorImpl>::reclaim_copy(leaf_)); }
 
 // A leaf hook must keep the gradient's shape and dtype, as a non-leaf hook must.
 Tensor run_leaf_hooks(const Tensor& variable, std::vector<AutogradMeta::LeafHook> hooks, Tensor grad) {
@@ -138,12 +174,14 @@ bool accumulate_small_float(const Tensor& into, const Tensor& grad) {
 tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor grad = std::move(grads.at(0));
   if (!grad.defined()) return {};
-  AutogradMeta& meta = detail::materialize_meta(variable_);
+  // The leaf is alive: the graph running this node holds it (Note [Kept accumulators]), and its
+  // meta, which owns this node, is the one it had when this node was made.
+  AutogradMeta& meta = *static_cast<AutogradMeta*>(leaf_->autograd_meta());
   std::unique_lock<std::mutex> lock(meta.mutex_);
   if (!meta.leaf_hooks_.empty()) {
     std::vector<AutogradMeta::LeafHook> hooks = meta.leaf_hooks_;
     lock.unlock();
-    grad = run_leaf_hooks(variable_, std::move(hooks), std::move(grad));
+    grad = run_leaf_hooks(variable(), std::move(hooks), std::move(grad));
     lock.lock();
   }
   if (!meta.grad_.defined()) {
@@ -220,7 +258,10 @@ void Tensor::set_data(const Tensor& new_data) const {
   STRATA_CHECK_TYPE(!requires_grad() || strata::is_floating_point(new_data.dtype()),
                     "[set_data] data set to a tensor that requires gradients must be floating point, got ",
                     new_data.dtype());
+  const bool same_geometry =
+      new_data.dtype() == dtype() && new_data.sizes() == sizes() && new_data.device() == own_device;
   impl()->set_data_from(*new_data.impl());
+  if (!same_geometry) autograd::detail::forget_accumulator(*this);  // See Note [Kept accumulators]
 }
 
 Tensor Tensor::grad() const {

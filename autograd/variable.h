@@ -9,6 +9,8 @@
 
 namespace strata::autograd {
 
+class AccumulateGrad;
+
 class AutogradMeta final : public AutogradMetaInterface {
  public:
   // Every recorded output gets one: pooled (Note [Pooled small objects] in tensor/storage.cpp).
@@ -20,6 +22,8 @@ class AutogradMeta final : public AutogradMetaInterface {
   bool requires_grad_ = false;
   Tensor grad_;
   std::shared_ptr<Node> grad_fn_;
+  // A leaf's accumulator and what graphs hold of it (Note [Kept accumulators] in variable.cpp).
+  std::shared_ptr<AccumulateGrad> accumulator_;
   std::weak_ptr<Node> grad_accumulator_;
   uint32_t output_nr_ = 0;
   unsigned retain_grad_hook_ = 0;  // non-zero while retain_grad() is on
@@ -56,6 +60,8 @@ void refresh_view_history(const Tensor& t);
 // The edge a gradient of `t` flows along: its grad_fn, or its leaf accumulator (made on demand).
 // Invalid for tensors that do not require grad.
 Edge gradient_edge(const Tensor& t);
+// A leaf's later graphs get a new accumulator (its data changed dtype, shape or device).
+void forget_accumulator(const Tensor& t);
 bool view_requires_grad(const Tensor& t);  // a view whose base gained a history since
 // Whether `impl` is a view made without grad mode (Note [Views made without grad]).
 inline bool made_without_grad(const TensorImpl* impl) {
@@ -74,16 +80,19 @@ void check_inplace(const Tensor& self, const char* op);
 }  // namespace detail
 
 // The node at the end of every leaf's edges: accumulates into .grad.
+// Made once per leaf and kept by it; every graph the leaf takes part in holds it together
+// with the leaf (Note [Kept accumulators] in variable.cpp).
 class AccumulateGrad final : public Node {
  public:
-  explicit AccumulateGrad(Tensor variable);
+  explicit AccumulateGrad(const Tensor& variable);
   std::string name() const override { return "AccumulateGrad"; }
   tensor_list apply(tensor_list&& grads) override;
   bool is_accumulator() const override { return true; }
-  const Tensor& variable() const { return variable_; }
+  // The leaf (alive while a graph holds this node, as an edge holds the leaf too).
+  Tensor variable() const;
 
  private:
-  Tensor variable_;
+  TensorImpl* leaf_;  // not owned: the leaf owns this node
 };
 
 }  // namespace strata::autograd
