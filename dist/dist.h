@@ -61,6 +61,10 @@ Work all_gather(tensor_list& outputs, const Tensor& tensor, bool async_op = fals
 // world_size() tensors of output's shape and dtype.
 Work reduce_scatter(const Tensor& output, const tensor_list& inputs, ReduceOp op = ReduceOp::Sum,
                     bool async_op = false);
+// The sum, with async_op given: `dist::reduce_scatter(out, in_list, true).wait()`.
+inline Work reduce_scatter(const Tensor& output, const tensor_list& inputs, bool async_op) {
+  return reduce_scatter(output, inputs, ReduceOp::Sum, async_op);
+}
 
 }  // namespace strata::dist
 

@@ -278,7 +278,7 @@ Tensor operator/(const Tensor& a, const Scalar& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
 
-// Prints values like PyTorch, then shape, dtype and device.
+// Prints as PyTorch's repr does, suffixes included (Note [Tensor printing] in tensor/printing.cpp).
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 
 // Wraps memory the caller owns: no copy, no ownership (the memory must outlive the tensor).

@@ -106,6 +106,9 @@ TEST_CASE("reduce_scatter: output is the reduction of every rank's inputs[rank]"
     CHECK(values(output) == std::vector<double>(2, 10 * r + w - 1));
     dist::reduce_scatter(output, inputs, dist::ReduceOp::Sum, true).wait();
     CHECK(values(output) == std::vector<double>(2, w * 10 * r + w * (w - 1) / 2));
+    output.zero_();
+    dist::reduce_scatter(output, inputs, true).wait();  // API.md's short form: the sum, async
+    CHECK(values(output) == std::vector<double>(2, w * 10 * r + w * (w - 1) / 2));
   }
 }
 
