@@ -251,8 +251,8 @@ class CppNode final : public Node {
 // (SmallVector) for ops of up to three arguments, two saved tensors and one saved value; the
 // output's TensorImpl and Storage (one block, Note [One allocation per tensor]); and its
 // AutogradMeta. Outputs are wired through a span (no tensor_list for a single output), names
-// are computed only for error messages, and a leaf's AccumulateGrad is shared by every op that
-// uses the leaf while one of them is alive. All three come from per-thread pools (Note [Pooled
+// are computed only for error messages, and a leaf's AccumulateGrad is made once and kept by
+// the leaf (Note [Kept accumulators] in variable.cpp). All three come from per-thread pools (Note [Pooled
 // small objects] in tensor/storage.cpp), so a recorded op makes no heap allocation once the
 // pools are warm; tests/alloc/ counts them.
 template <class T>

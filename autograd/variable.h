@@ -36,7 +36,7 @@ class AutogradMeta final : public AutogradMetaInterface {
   // A view of a tensor that requires grad, made where no history was recorded for it (Note
   // [Views made without grad]): it must not change in place while grad mode is on.
   bool made_without_grad_ = false;
-  // Guards grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
+  // Guards accumulator_, grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
   std::mutex mutex_;
 };
 
