@@ -125,6 +125,29 @@ struct Replay {
   }
 };
 
+// The index of the last node that reads each value (the node count for the graph's outputs,
+// -1 for values nobody reads).
+std::vector<int> last_uses(const Graph& graph) {
+  std::vector<int> last_use(graph.values().size(), -1);
+  const std::vector<Node>& nodes = graph.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Operand& input : nodes[i].inputs)
+      input.for_each_value([&](int id) { last_use[id] = static_cast<int>(i); });
+  for (int id : graph.outputs()) last_use[id] = static_cast<int>(nodes.size());
+  return last_use;
+}
+
+// Calls fn(id) for each value no node after node i reads: the inputs it read last, and the
+// results nobody reads. A value node i reads twice comes twice.
+template <class Fn>
+void for_each_dead_after(const Graph& graph, size_t i, const std::vector<int>& last_use, Fn&& fn) {
+  const Node& node = graph.nodes()[i];
+  for (const Operand& input : node.inputs)
+    input.for_each_value([&](int id) { if (last_use[id] == static_cast<int>(i)) fn(id); });
+  for (const Operand& output : node.outputs)
+    output.for_each_value([&](int id) { if (last_use[id] < 0) fn(id); });
+}
+
 Device traced_device(const Graph& graph) {
   for (int id : graph.inputs()) return graph.values()[id].device;
   return Device(kCPU);
@@ -166,20 +189,14 @@ tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, ten
   for (size_t i = 0; i < inputs.size(); ++i) replay.env[graph.inputs()[i]] = inputs[i];
   // Each value is released after its last use, as eager code drops its temporaries, so the
   // allocator reuses their blocks at once.
-  std::vector<int> last_use(values.size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Operand& input : nodes[i].inputs) input.for_each_value([&](int id) { last_use[id] = static_cast<int>(i); });
-  for (int id : graph_outputs) last_use[id] = static_cast<int>(nodes.size());
+  std::vector<int> last_use = last_uses(graph);
   if (kept != nullptr) std::fill(last_use.begin(), last_use.end(), static_cast<int>(nodes.size()));
   Stack stack;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
     replay.run_node(node, stack);
     stack.clear();
-    for (const Operand& input : node.inputs)
-      input.for_each_value([&](int id) { if (last_use[id] == static_cast<int>(i)) replay.env[id] = Tensor(); });
-    for (const Operand& output : node.outputs)  // results nobody reads
-      output.for_each_value([&](int id) { if (last_use[id] < 0) replay.env[id] = Tensor(); });
+    for_each_dead_after(graph, i, last_use, [&](int id) { replay.env[id] = Tensor(); });
   }
   tensor_list outputs;
   outputs.reserve(graph_outputs.size());
@@ -308,24 +325,14 @@ PreparedGraph::PreparedGraph(const Graph& graph) {
   state->graph = &graph;
   state->traced = traced_device(graph);
   const std::vector<Node>& nodes = graph.nodes();
-  std::vector<int> last_use(graph.values().size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Operand& input : nodes[i].inputs)
-      input.for_each_value([&](int id) { last_use[id] = static_cast<int>(i); });
-  for (int id : graph.outputs()) last_use[id] = static_cast<int>(nodes.size());
+  const std::vector<int> last_use = last_uses(graph);
   state->steps.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     Step& step = state->steps[i];
     step.node = i;
     step.call = typed_call(nodes[i], step);
     if (step.call.index() != 0) ++state->typed;
-    auto release = [&](int id) {
-      if (std::find(step.release.begin(), step.release.end(), id) == step.release.end()) step.release.push_back(id);
-    };
-    for (const Operand& input : nodes[i].inputs)
-      input.for_each_value([&](int id) { if (last_use[id] == static_cast<int>(i)) release(id); });
-    for (const Operand& output : nodes[i].outputs)  // results nobody reads
-      output.for_each_value([&](int id) { if (last_use[id] < 0) release(id); });
+    for_each_dead_after(graph, i, last_use, [&](int id) { step.release.push_back(id); });  // twice is harmless
   }
   state_ = std::move(state);
 }
