@@ -38,21 +38,24 @@ struct EdgeKey {
 // What one backward pass knows about one Node.
 struct NodeTask {
   Node* node = nullptr;
-  int dependencies = 0;   // edges from needed Nodes still to deliver a gradient
-  bool needed = false;    // will run (backward: every reachable Node)
-  tensor_list buffer;     // gradients received so far, one per forward output
+  tensor_list buffer;            // gradients received so far, one per forward output
+  int dependencies = 0;          // edges from needed Nodes still to deliver a gradient
+  uint32_t first_edge : 31 = 0;  // where this Node's edge targets start in GraphTask::targets
+  bool needed : 1 = false;       // will run (backward: every reachable Node)
 };
+
+// The task index an edge leads to, or kNoTask for an edge without a Node.
+constexpr uint32_t kNoTask = UINT32_MAX;
 
 // Note [Engine bookkeeping]
 // A backward pass touches every reachable Node a few times. The Nodes' tasks sit in one dense
 // array in discovery order, found through an open-addressing table of {Node*, index} pairs
 // (16 bytes a slot, grown by doubling while the graph is discovered), so the passes over all
 // tasks walk packed memory and a lookup touches one small slot. Tasks move only while
-// discovering, never while Nodes run. The first tasks and slots, the discovery stacks and the
-// ready queue (which holds task indices) live inline (SmallVector), so a small graph's backward
-// allocates nothing for its bookkeeping: only gradient lists and tensors. grad()'s parent
-// lists are kept beside the tasks, and only in that mode.
-using NodeStack = SmallVector<Node*, 32>;
+// discovering, never while Nodes run. The first tasks, slots and edge targets, the discovery
+// stack and the ready queue (which holds task indices) live inline (SmallVector), so a small
+// graph's backward allocates nothing for its bookkeeping: only gradient lists and tensors.
+// grad()'s parent lists are kept beside the tasks, and only in that mode.
 using ReadyQueue = std::priority_queue<std::pair<uint64_t, uint32_t>, SmallVector<std::pair<uint64_t, uint32_t>, 16>>;
 
 class NodeTasks {
@@ -109,6 +112,7 @@ struct GraphTask {
   std::vector<std::vector<Node*>> parents;  // grad() only: by task index, the Nodes with an edge to it
   std::vector<std::pair<EdgeKey, size_t>> captures;  // edge -> index in captured
   tensor_list captured;
+  SmallVector<uint32_t, 16> targets;  // by Node, then by edge: a task index (Note [Edge targets])
 };
 
 bool has_nan(const Tensor& t) {
@@ -168,32 +172,49 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
   existing = existing.defined() ? existing + grad : std::move(grad);
 }
 
+// Note [Edge targets]
+// Each edge is looked up in the task table once, while discovering: the task index it leads to
+// goes into GraphTask::targets, where a Node's entries start at its task's first_edge, in the
+// order of its next_edges(). Counting dependencies and delivering gradients read that packed
+// array instead of probing the table again (two more probes per edge, most of them cache
+// misses on a long graph). The indices belong to the pass, not to the Nodes: one Node (a
+// leaf's AccumulateGrad, a graph kept with retain_graph) may be in several passes on several
+// threads at once. In backward every discovered Node runs, so dependencies are counted here.
+
 // Step 1: every Node reachable from the roots gets a task; grad() also records parents.
 void discover(GraphTask& task, const edge_list& roots) {
-  NodeStack stack;
+  SmallVector<uint32_t, 32> stack;  // task indices
   for (const Edge& root : roots) {
     bool fresh = false;
     NodeTask& entry = task.tasks.insert(root.function.get(), &fresh);
     if (fresh) {
       entry.needed = !task.capture_mode;
-      stack.push_back(root.function.get());
+      stack.push_back(task.tasks.index_of(entry));
     }
   }
   while (!stack.empty()) {
-    Node* node = stack.back();
+    const uint32_t current = stack.back();
     stack.pop_back();
+    Node* node = task.tasks.at(current).node;
+    task.tasks.at(current).first_edge = static_cast<uint32_t>(task.targets.size());
     for (const Edge& edge : node->next_edges()) {
-      if (!edge.function) continue;
+      if (!edge.function) {
+        task.targets.push_back(kNoTask);
+        continue;
+      }
       bool fresh = false;
-      NodeTask& child = task.tasks.insert(edge.function.get(), &fresh);
+      NodeTask& child = task.tasks.insert(edge.function.get(), &fresh);  // may move the tasks
+      const uint32_t index = task.tasks.index_of(child);
+      task.targets.push_back(index);
       if (task.capture_mode) {
-        const uint32_t index = task.tasks.index_of(child);
         if (task.parents.size() <= index) task.parents.resize(index + 1);
         task.parents[index].push_back(node);
+      } else {
+        ++child.dependencies;
       }
       if (!fresh) continue;
       child.needed = !task.capture_mode;
-      stack.push_back(edge.function.get());
+      stack.push_back(index);
     }
   }
 }
@@ -221,13 +242,13 @@ void plan(GraphTask& task, const edge_list& roots) {
         }
       }
     }
-  }
-  for (NodeTask& entry : task.tasks.all()) {
-    if (!entry.needed) continue;
-    for (const Edge& edge : entry.node->next_edges()) {
-      if (!edge.function) continue;
-      NodeTask* child = task.tasks.find(edge.function.get());
-      if (child->needed) ++child->dependencies;
+    for (NodeTask& entry : task.tasks.all()) {
+      if (!entry.needed) continue;
+      const size_t edges = entry.node->next_edges().size();
+      for (size_t i = 0; i < edges; ++i) {
+        const uint32_t child = task.targets[entry.first_edge + i];
+        if (child != kNoTask && task.tasks.at(child).needed) ++task.tasks.at(child).dependencies;
+      }
     }
   }
 }
@@ -261,8 +282,7 @@ bool any_defined(const tensor_list& grads) {
 // undefined gradients is not run: its inputs receive undefined gradients in turn (instead of
 // zeros a materializing Function would make), so a leaf reached only that way keeps an
 // undefined .grad, as in PyTorch.
-void run_node(GraphTask& task, Node* node, tensor_list grads,
-              ReadyQueue& ready) {
+void run_node(GraphTask& task, Node* node, uint32_t first_edge, tensor_list grads, ReadyQueue& ready) {
   tensor_list outputs;
   if (any_defined(grads)) {
     node->run_gradient_hooks(grads);
@@ -286,11 +306,12 @@ void run_node(GraphTask& task, Node* node, tensor_list grads,
   }
   const edge_list& edges = node->next_edges();
   for (size_t i = 0; i < edges.size(); ++i) {
-    if (!edges[i].function) continue;
-    NodeTask* next = task.tasks.find(edges[i].function.get());
+    const uint32_t target = task.targets[first_edge + i];
+    if (target == kNoTask) continue;
+    NodeTask* next = &task.tasks.at(target);
     if (!next->needed) continue;
     if (i < outputs.size() && outputs[i].defined()) accumulate_into(next->buffer, edges[i].input_nr, std::move(outputs[i]));
-    if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), task.tasks.index_of(*next));
+    if (--next->dependencies == 0) ready.emplace(next->node->sequence_nr(), target);
   }
   recycle(grads);  // See Note [Recycled gradient lists]
   recycle(outputs);
@@ -317,7 +338,7 @@ void execute_here(GraphTask& task, const edge_list& roots, std::span<const Tenso
     Node* node = entry.node;
     tensor_list grads = std::move(entry.buffer);
     if (grads.size() < node->num_outputs()) grads.resize(node->num_outputs());
-    run_node(task, node, std::move(grads), ready);
+    run_node(task, node, entry.first_edge, std::move(grads), ready);
   }
 }
 
