@@ -61,6 +61,14 @@ using ReadyQueue = std::priority_queue<std::pair<uint64_t, uint32_t>, SmallVecto
 class NodeTasks {
  public:
   NodeTasks() { slots_.resize(8); }  // grows by doubling; a small graph zeroes little
+  // Room for `count` tasks without growing (See Note [Sized from the last pass]).
+  void reserve(size_t count) {
+    if (count * 2 <= slots_.size()) return;
+    tasks_.reserve(count);
+    size_t slots = slots_.size();
+    while (slots < count * 2) slots *= 2;
+    rehash(slots);
+  }
   // The task of `node`, made (in discovery order) if it has none; `fresh` says which.
   NodeTask& insert(Node* node, bool* fresh = nullptr) {
     if ((tasks_.size() + 1) * 2 > slots_.size()) grow();
@@ -92,10 +100,11 @@ class NodeTasks {
     while (slots_[i].node && slots_[i].node != node) i = (i + 1) & mask;
     return slots_[i];
   }
-  void grow() {
+  void grow() { rehash(slots_.size() * 2); }
+  void rehash(size_t slots) {
     SmallVector<Slot, 32> old = std::move(slots_);
     slots_ = SmallVector<Slot, 32>();
-    slots_.resize(old.size() * 2);
+    slots_.resize(slots);
     for (const Slot& slot : old)
       if (slot.node) probe(slot.node) = slot;
   }
@@ -181,8 +190,24 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
 // leaf's AccumulateGrad, a graph kept with retain_graph) may be in several passes on several
 // threads at once. In backward every discovered Node runs, so dependencies are counted here.
 
+// Note [Sized from the last pass]
+// A training loop runs backward through graphs of the same size step after step. Discovering
+// a graph of 600 Nodes (100 x tanh(y * 0.5 + 0.1)) from the inline capacities grew the task
+// array 7 times, the table 8 times (each a rehash) and the edge targets 6 times. Each pass now
+// starts with room for as many tasks and edges as the last pass on this thread had, so a
+// steady loop allocates its bookkeeping once per pass and never moves it: that chain's
+// forward + backward took 5-8% less time. A small graph after a large one pays one allocation
+// it did not need; a graph within the inline capacities pays none.
+struct PassSize {
+  uint32_t tasks = 0;
+  uint32_t targets = 0;
+};
+[[gnu::tls_model("initial-exec")]] thread_local PassSize last_pass;
+
 // Step 1: every Node reachable from the roots gets a task; grad() also records parents.
 void discover(GraphTask& task, const edge_list& roots) {
+  task.tasks.reserve(last_pass.tasks);
+  task.targets.reserve(last_pass.targets);
   SmallVector<uint32_t, 32> stack;  // task indices
   for (const Edge& root : roots) {
     bool fresh = false;
@@ -217,6 +242,7 @@ void discover(GraphTask& task, const edge_list& roots) {
       stack.push_back(index);
     }
   }
+  last_pass = {static_cast<uint32_t>(task.tasks.all().size()), static_cast<uint32_t>(task.targets.size())};
 }
 
 void plan(GraphTask& task, const edge_list& roots) {
