@@ -343,13 +343,13 @@ void run_node(GraphTask& task, Node* node, uint32_t first_edge, tensor_list grad
   recycle(outputs);
 }
 
-void execute_here(GraphTask& task, const edge_list& roots, std::span<const Tensor> root_grads) {
+void execute_here(GraphTask& task, const edge_list& roots, std::span<Tensor> root_grads) {
   plan(task, roots);
   ReadyQueue ready;
   for (size_t i = 0; i < roots.size(); ++i) {
     NodeTask* entry = task.tasks.find(roots[i].function.get());
     if (!entry->needed) continue;
-    accumulate_into(entry->buffer, roots[i].input_nr, root_grads[i]);
+    accumulate_into(entry->buffer, roots[i].input_nr, std::move(root_grads[i]));  // the pass's own list
   }
   for (const Edge& root : roots) {
     NodeTask* entry = task.tasks.find(root.function.get());
@@ -376,7 +376,7 @@ void execute_here(GraphTask& task, const edge_list& roots, std::span<const Tenso
 constexpr int kMaxReentrantDepth = 64;
 [[gnu::tls_model("initial-exec")]] thread_local int reentrant_depth = 0;
 
-void execute(GraphTask& task, const edge_list& roots, std::span<const Tensor> root_grads) {
+void execute(GraphTask& task, const edge_list& roots, std::span<Tensor> root_grads) {
   if (reentrant_depth < kMaxReentrantDepth) {
     ++reentrant_depth;
     try {
@@ -415,7 +415,8 @@ Tensor implicit_gradient(const Tensor& output) {
 // loss.backward() is the most common call into the engine, and for a small graph the lists of
 // outputs and root gradients were two of its six heap allocations. The roots and their
 // gradients are spans and small inline vectors here, and Tensor::backward passes its tensor
-// without making a list.
+// without making a list. The root gradients belong to the pass (copies of the ones passed in),
+// so they are moved into the roots' buffers, not copied again.
 using RootGradients = SmallVector<Tensor, 1>;
 
 RootGradients root_gradients(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs, const char* op) {
@@ -453,8 +454,7 @@ edge_list root_edges(std::span<const Tensor> outputs, const char* op) {
 
 // backward(inputs): plans like grad(), lets the listed leaves accumulate, and adds the
 // gradients of listed non-leaves to their .grad as retain_grad() would.
-void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& roots,
-                   std::span<const Tensor> grads) {
+void backward_into(const tensor_list& inputs, GraphTask& task, const edge_list& roots, std::span<Tensor> grads) {
   task.capture_mode = true;
   task.accumulate_captured_leaves = true;
   task.captured.resize(inputs.size());
