@@ -13,12 +13,9 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output, const std::sh
   if (!tensor.defined()) return;
   saved_version_ = tensor.version();
   output_nr_ = tensor.output_nr();
-  if (auto fn = tensor.grad_fn()) {
-    producer_ = fn;  // weak: a saved output's producer is its owner
-    had_producer_ = true;
-  }
   if (is_output) {
-    // Shares storage and version counter, but not the grad_fn (that would be a cycle).
+    // Shares storage and version counter, but not the grad_fn (that would be a cycle). Its
+    // producer is `node`, the owner, which error messages name through grad_fn_ and the owner.
     const TensorImpl& impl = *tensor.impl();
     storage_ = impl.storage();
     sizes_ = DimVector(impl.sizes());
@@ -28,6 +25,10 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output, const std::sh
     grad_fn_ = node;
   } else {
     data_ = tensor;
+    if (auto fn = tensor.grad_fn()) {
+      producer_ = fn;  // weak; taken now: a later in-place change gives the tensor another grad_fn
+      had_producer_ = true;
+    }
   }
 }
 
@@ -173,8 +174,8 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
     for (size_t j = 0; j < inputs.size() && self_slot == inputs.size(); ++j)
       if (inputs[j].impl == output.impl()) self_slot = j;
     const bool is_input = self_slot < inputs.size();
-    if (ctx.non_differentiable_.count(output.impl())) continue;
-    const bool dirty = is_input && ctx.dirty_.count(output.impl());
+    if (!ctx.non_differentiable_.empty() && ctx.non_differentiable_.count(output.impl())) continue;
+    const bool dirty = is_input && !ctx.dirty_.empty() && ctx.dirty_.count(output.impl());
     if (dirty) {
       check_inplace(output, node->name().c_str());
       if (output.version() == inputs[self_slot].version) output.impl()->bump_version();

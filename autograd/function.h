@@ -48,7 +48,7 @@ class SavedVariable {
   bool was_defined_ = false;
   bool released_ = false;
   bool had_producer_ = false;
-  std::weak_ptr<Node> producer_;  // the node that made the tensor, named in error messages
+  std::weak_ptr<Node> producer_;  // for saved inputs: the node that made it, named in error messages
   std::string producer_name(const std::shared_ptr<Node>& owner) const;
 };
 

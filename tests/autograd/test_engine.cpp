@@ -119,6 +119,11 @@ TEST_CASE("engine: saved tensors changed in place throw the classic error") {
   std::string message = expect_error<Error>([&] { y.sum().backward(); }, "[", {"modified by an inplace operation",
                                                                               "[2]", "version 1", "version 0"});
   CHECK(message.find("Mul") != std::string::npos);
+  // A saved input names the op that made it when it was saved, not the in-place op since.
+  Tensor e = x.exp();
+  Tensor z = e * e;  // saves e, made by ExpBackward
+  e.mul_(2.0);       // e's grad_fn is now mul_'s
+  expect_error<Error>([&] { z.sum().backward(); }, "[MulBackward]", {"which is output 0 of ExpBackward"});
   expect_error<Error>([&] { x.add_(1.0); }, "[add_]", {"leaf"});
   NoGradGuard no_grad;
   x.add_(1.0);  // allowed without grad
