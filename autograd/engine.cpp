@@ -197,7 +197,10 @@ void accumulate_into(tensor_list& buffer, size_t slot, Tensor grad) {
 // starts with room for as many tasks and edges as the last pass on this thread had, so a
 // steady loop allocates its bookkeeping once per pass and never moves it: that chain's
 // forward + backward took 5-8% less time. A small graph after a large one pays one allocation
-// it did not need; a graph within the inline capacities pays none.
+// it did not need; a graph within the inline capacities pays none. A pass of more than
+// kLargestReservedPass tasks leaves no size behind, so a small pass after a huge one does not
+// allocate and zero a huge table; a graph that large grows as before, a small part of its pass.
+constexpr uint32_t kLargestReservedPass = 1 << 16;
 struct PassSize {
   uint32_t tasks = 0;
   uint32_t targets = 0;
@@ -242,7 +245,9 @@ void discover(GraphTask& task, const edge_list& roots) {
       stack.push_back(index);
     }
   }
-  last_pass = {static_cast<uint32_t>(task.tasks.all().size()), static_cast<uint32_t>(task.targets.size())};
+  const size_t tasks = task.tasks.all().size(), targets = task.targets.size();
+  last_pass = tasks > kLargestReservedPass ? PassSize{}
+                                           : PassSize{static_cast<uint32_t>(tasks), static_cast<uint32_t>(targets)};
 }
 
 void plan(GraphTask& task, const edge_list& roots) {
