@@ -29,9 +29,9 @@ inline constexpr ScalarType kFloat64 = ScalarType::Float64;
 inline constexpr ScalarType kByte = kUInt8, kChar = kInt8, kShort = kInt16, kInt = kInt32, kLong = kInt64, kHalf = kFloat16,
                             kFloat = kFloat32, kDouble = kFloat64;
 
-inline constexpr int64_t element_size(ScalarType type) {
-  constexpr int64_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
-  return sizes[static_cast<int>(type)];
+namespace detail { inline constexpr int64_t kElementSizes[kNumScalarTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8}; }
+inline constexpr int64_t element_size(ScalarType type) {  // one load: a local table was rebuilt on the stack per call
+  return detail::kElementSizes[static_cast<int>(type)];
 }
 
 // "Float32" style names (as in strata's printing and errors).
