@@ -118,7 +118,7 @@ struct GraphTask {
   bool capture_mode = false;  // grad(): capture, do not accumulate
   bool accumulate_captured_leaves = false;  // backward(inputs): the captured leaves accumulate
   NodeTasks tasks;
-  std::vector<std::vector<Node*>> parents;  // grad() only: by task index, the Nodes with an edge to it
+  std::vector<std::vector<uint32_t>> parents;  // grad() only: by task index, the tasks with an edge to it
   std::vector<std::pair<EdgeKey, size_t>> captures;  // edge -> index in captured
   tensor_list captured;
   SmallVector<uint32_t, 16> targets;  // by Node, then by edge: a task index (Note [Edge targets])
@@ -223,9 +223,9 @@ void discover(GraphTask& task, const edge_list& roots) {
   while (!stack.empty()) {
     const uint32_t current = stack.back();
     stack.pop_back();
-    Node* node = task.tasks.at(current).node;
-    task.tasks.at(current).first_edge = static_cast<uint32_t>(task.targets.size());
-    for (const Edge& edge : node->next_edges()) {
+    NodeTask& entry = task.tasks.at(current);  // used before insert() may move the tasks
+    entry.first_edge = static_cast<uint32_t>(task.targets.size());
+    for (const Edge& edge : entry.node->next_edges()) {
       if (!edge.function) {
         task.targets.push_back(kNoTask);
         continue;
@@ -236,7 +236,7 @@ void discover(GraphTask& task, const edge_list& roots) {
       task.targets.push_back(index);
       if (task.capture_mode) {
         if (task.parents.size() <= index) task.parents.resize(index + 1);
-        task.parents[index].push_back(node);
+        task.parents[index].push_back(current);
       } else {
         ++child.dependencies;
       }
@@ -265,11 +265,11 @@ void plan(GraphTask& task, const edge_list& roots) {
       const uint32_t current = stack.back();
       stack.pop_back();
       if (current >= task.parents.size()) continue;
-      for (Node* parent : task.parents[current]) {
-        NodeTask* entry = task.tasks.find(parent);
-        if (!entry->needed) {
-          entry->needed = true;
-          stack.push_back(task.tasks.index_of(*entry));
+      for (uint32_t parent : task.parents[current]) {
+        NodeTask& entry = task.tasks.at(parent);
+        if (!entry.needed) {
+          entry.needed = true;
+          stack.push_back(parent);
         }
       }
     }

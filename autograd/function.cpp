@@ -174,8 +174,8 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
     for (size_t j = 0; j < inputs.size() && self_slot == inputs.size(); ++j)
       if (inputs[j].impl == output.impl()) self_slot = j;
     const bool is_input = self_slot < inputs.size();
-    if (!ctx.non_differentiable_.empty() && ctx.non_differentiable_.count(output.impl())) continue;
-    const bool dirty = is_input && !ctx.dirty_.empty() && ctx.dirty_.count(output.impl());
+    if (ctx.non_differentiable_.count(output.impl())) continue;
+    const bool dirty = is_input && ctx.dirty_.count(output.impl());
     if (dirty) {
       check_inplace(output, node->name().c_str());
       if (output.version() == inputs[self_slot].version) output.impl()->bump_version();
