@@ -65,7 +65,11 @@ namespace strata::jit::detail {
 // a plain loop's. With 64-element tiles the five inputs advance together as in the plain loop,
 // and the fused program runs as fast as it (0.4x eager). The cost is a few cycles of dispatch
 // per step and tile (operands are resolved once per chunk), small next to 64 elements of exp or
-// tanh. Outputs larger than the caches are streamed out (Note [Streaming outputs]).
+// tanh. Whole tiles run with the count known at compile time (std::integral_constant), so
+// each step's loop over them is unrolled into a few vector instructions with no loop control:
+// in one process, interleaved round by round, that took the median of a * b + c * d - e from
+// 0.56-0.61x eager to 0.50-0.53x. Outputs larger than the caches are streamed out (Note
+// [Streaming outputs]) and inputs are prefetched (Note [Prefetching inputs]).
 // When every input and output together fit in kCachedBytes, nothing streams from memory and the
 // tiles are kCachedTileElements long instead: over cached data the per-step cost was what
 // counted, and a * b + c * d - e on 16K floats took 0.34-0.57 ns an element with 64-element
@@ -73,6 +77,7 @@ namespace strata::jit::detail {
 constexpr int64_t kTileElements = 64;
 constexpr int64_t kCachedTileElements = 1024;
 constexpr int64_t kCachedBytes = int64_t{8} << 20;
+constexpr int64_t kPrefetchBytes = 1024;  // Note [Prefetching inputs]
 constexpr int64_t kSlotAlignment = 64;  // bytes; a multiple of every Eigen packet's alignment
 static_assert(kTileElements % (kSlotAlignment / sizeof(float)) == 0, "tiles end on packet boundaries");
 static_assert(kCachedTileElements % kTileElements == 0, "tiles end on packet boundaries");
@@ -258,14 +263,14 @@ FusedPlan make_plan(const FusedProgram& program, bool stream_outputs) {
 template <class C>
 using ArrayX = Eigen::Array<C, Eigen::Dynamic, 1>;
 
-template <class C, class Fn>
-void unary_loop(const C* x, C* out, int64_t count, const Fn& fn) {
-  for (int64_t i = 0; i < count; ++i) out[i] = fn(x[i]);
+template <class C, class Fn, class N>
+void unary_loop(const C* x, C* out, N count, const Fn& fn) {
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) out[i] = fn(x[i]);
 }
 
-template <class C, class Fn>
-void binary_loop(const C* x, const C* y, C* out, int64_t count, const Fn& fn) {
-  for (int64_t i = 0; i < count; ++i) out[i] = fn(x[i], y[i]);
+template <class C, class Fn, class N>
+void binary_loop(const C* x, const C* y, C* out, N count, const Fn& fn) {
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) out[i] = fn(x[i], y[i]);
 }
 
 // out = expression(x) as an Eigen assignment; See Note [Matching eager bit for bit].
@@ -275,8 +280,8 @@ void eigen_unary(const C* x, C* out, int64_t count, const Expression& expression
 }
 
 // add and sub with alpha (sign -1 for sub), as AddOp and SubOp in ops/pointwise.cpp.
-template <class C>
-void add_registers(const C* x, const C* y, C* out, int64_t count, double alpha, C sign) {
+template <class C, class N>
+void add_registers(const C* x, const C* y, C* out, N count, double alpha, C sign) {
   if (alpha == 1.0) {
     if (sign > 0) binary_loop(x, y, out, count, [](C a, C b) { return a + b; });
     else binary_loop(x, y, out, count, [](C a, C b) { return a - b; });
@@ -286,8 +291,8 @@ void add_registers(const C* x, const C* y, C* out, int64_t count, double alpha, 
   binary_loop(x, y, out, count, [scaled](C a, C b) { return std::fma(scaled, b, a); });
 }
 
-template <class C>
-void add_constant(const C* x, C* out, int64_t count, double value, double alpha, C sign) {
+template <class C, class N>
+void add_constant(const C* x, C* out, N count, double value, double alpha, C sign) {
   const C c = static_cast<C>(value);
   if (alpha == 1.0) {
     if (sign > 0) unary_loop(x, out, count, [c](C a) { return a + c; });
@@ -312,8 +317,8 @@ void run_unary_math(FusedOp op, const C* x, C* out, int64_t count) {
   }
 }
 
-template <class C>
-void run_step(const FusedStep& step, const C* x, const C* y, C* out, int64_t count) {
+template <class C, class N>
+void run_step(const FusedStep& step, const C* x, const C* y, C* out, N count) {
   switch (step.op) {
     case FusedOp::Add: return add_registers(x, y, out, count, step.alpha, C(1));
     case FusedOp::Sub: return add_registers(x, y, out, count, step.alpha, C(-1));
@@ -333,7 +338,7 @@ void run_step(const FusedStep& step, const C* x, const C* y, C* out, int64_t cou
     case FusedOp::Abs: return unary_loop(x, out, count, [](C a) { return std::abs(a); });
     case FusedOp::Relu: return unary_loop(x, out, count, [](C a) { return a < C(0) ? C(0) : a; });
     case FusedOp::Sqrt: return unary_loop(x, out, count, [](C a) { return std::sqrt(a); });
-    default: return run_unary_math(step.op, x, out, count);
+    default: return run_unary_math(step.op, x, out, static_cast<int64_t>(count));
   }
 }
 
@@ -368,6 +373,16 @@ char* thread_scratch(size_t bytes) {
 // 16-byte ones): on a Zen 5 VM, 12.8-13.2 ms in four processes against 12.7-27.9 ms.
 constexpr int64_t kStreamBytes = int64_t{8} << 20;
 
+// Note [Prefetching inputs]
+// Above kCachedBytes each tile also asks for the lines of every input kPrefetchBytes ahead
+// (prefetcht0). A plain loop over five inputs leaves it to the hardware prefetchers and
+// reaches about 0.35x eager either way. The tiled program reads its inputs a step at a time,
+// a few lines each, and between those reads runs the dispatch of every step; on this shared
+// VM, in phases when memory answered slowly (eager 37-41 ms instead of 29-31), the hardware
+// prefetchers fell behind it and the program ran at 0.8-1.0x eager. Prefetched, it ran at
+// 0.49-0.57x in those phases (medians of 20 interleaved rounds, one process per library), and
+// no slower in the quick ones. 1 KiB ahead was best; 4 and 8 KiB, or prefetching into L2 only
+// (prefetcht1), were slower. Prefetches never fault, so reading past an input's end is harmless.
 template <class C>
 void stream_copy(C* destination, const C* source, int64_t count) {
 #if !defined(__SSE2__)
@@ -406,6 +421,7 @@ struct Executor {
   int64_t tile_elements = kTileElements;  // Note [Fused tile size]
   int64_t slot_stride = 0;  // elements between slots: a tile, its alignment offset, rounded
   bool stream = false;      // outputs written with non-temporal stores (Note [Streaming outputs])
+  bool prefetch = false;    // inputs prefetched ahead of the tiles (Note [Prefetching inputs])
 
   // Where a register's data is: at base + begin for the tile starting at `begin` when it
   // lives in a tensor, at base + begin % kLanes when it lives in a slot (Note [Matching eager
@@ -431,14 +447,25 @@ struct Executor {
     return {slots + home.index * slot_stride, false};
   }
 
+  // One tile of `count` elements; `count` is std::integral_constant for whole tiles, so that
+  // the steps' loops are unrolled (Note [Fused tile size]).
+  template <class N>
   void run_tile(const std::vector<ResolvedStep>& steps, const std::vector<std::pair<int, Operand>>& copies,
-                int64_t begin, int64_t end) const {
-    const int64_t count = end - begin;
+                int64_t begin, N count) const {
+#if defined(__SSE2__)
+    if (prefetch) {  // Note [Prefetching inputs]
+      constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(C));
+      constexpr int64_t kAhead = kPrefetchBytes / static_cast<int64_t>(sizeof(C));
+      for (const C* input : inputs)
+        for (int64_t line = 0; line < static_cast<int64_t>(count); line += kLine)
+          _mm_prefetch(reinterpret_cast<const char*>(input + begin + kAhead + line), _MM_HINT_T0);
+    }
+#endif
     for (const ResolvedStep& resolved : steps)
       run_step<C>(*resolved.step, resolved.lhs.at(begin), resolved.rhs.at(begin), resolved.out.at(begin), count);
     for (const auto& [output, source] : copies) {
-      if (stream) stream_copy(outputs[output] + begin, source.at(begin), count);
-      else std::memcpy(outputs[output] + begin, source.at(begin), count * sizeof(C));
+      if (stream) stream_copy(outputs[output] + begin, source.at(begin), static_cast<int64_t>(count));
+      else std::memcpy(outputs[output] + begin, source.at(begin), static_cast<int64_t>(count) * sizeof(C));
     }
   }
 
@@ -452,7 +479,8 @@ struct Executor {
     for (const auto& [output, r] : plan.copies) copies.emplace_back(output, resolve(r, slots));
     for (int64_t begin = chunk_begin; begin < chunk_end;) {
       const int64_t end = std::min(chunk_end, (begin / tile_elements + 1) * tile_elements);
-      run_tile(steps, copies, begin, end);
+      if (end - begin == kTileElements) run_tile(steps, copies, begin, std::integral_constant<int64_t, kTileElements>{});
+      else run_tile(steps, copies, begin, end - begin);
       begin = end;
     }
 #if defined(__SSE2__)
@@ -471,6 +499,7 @@ void run_program(const FusedProgram& program, const FusedPlan& plan, bool stream
   const int64_t lanes = Executor<C>::kLanes;
   const int64_t working_set = numel * static_cast<int64_t>((inputs.size() + outputs.size()) * sizeof(C));
   executor.tile_elements = working_set <= kCachedBytes ? kCachedTileElements : kTileElements;
+  executor.prefetch = working_set > kCachedBytes;
   const int64_t tile = std::min(numel, executor.tile_elements);
   executor.slot_stride = (tile + lanes - 1) / lanes * lanes + lanes;
   // The chunks of the eager kernels (Note [Matching eager bit for bit]).
