@@ -24,6 +24,8 @@
 namespace strata::jit::detail {
 
 // Note [Fused elementwise tiles]
+// (A program that is one small tree of exactly rounded ops runs instead as a tree kernel, with
+// its intermediates in registers: Note [Tree kernels] in fusion_tree.cpp.)
 // run_fused computes a program of elementwise steps as numexpr does: the flat element range
 // is cut into tiles of at most kTileElements, and every step runs over one tile before the
 // next tile starts. Inputs are read where they are and each output is written once, straight
@@ -77,7 +79,7 @@ namespace strata::jit::detail {
 constexpr int64_t kTileElements = 64;
 constexpr int64_t kCachedTileElements = 1024;
 constexpr int64_t kCachedBytes = int64_t{8} << 20;
-constexpr int64_t kPrefetchBytes = 1024;  // Note [Prefetching inputs]
+constexpr uintptr_t kPrefetchBytes = 1024;  // Note [Prefetching inputs]
 constexpr int64_t kSlotAlignment = 64;  // bytes; a multiple of every Eigen packet's alignment
 static_assert(kTileElements % (kSlotAlignment / sizeof(float)) == 0, "tiles end on packet boundaries");
 static_assert(kCachedTileElements % kTileElements == 0, "tiles end on packet boundaries");
@@ -382,7 +384,8 @@ constexpr int64_t kStreamBytes = int64_t{8} << 20;
 // prefetchers fell behind it and the program ran at 0.8-1.0x eager. Prefetched, it ran at
 // 0.49-0.57x in those phases (medians of 20 interleaved rounds, one process per library), and
 // no slower in the quick ones. 1 KiB ahead was best; 4 and 8 KiB, or prefetching into L2 only
-// (prefetcht1), were slower. Prefetches never fault, so reading past an input's end is harmless.
+// (prefetcht1), were slower. Prefetches never fault, so asking past an input's end is
+// harmless (the address is computed as an integer, not as a pointer past the end).
 template <class C>
 void stream_copy(C* destination, const C* source, int64_t count) {
 #if !defined(__SSE2__)
@@ -455,10 +458,10 @@ struct Executor {
 #if defined(__SSE2__)
     if (prefetch) {  // Note [Prefetching inputs]
       constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(C));
-      constexpr int64_t kAhead = kPrefetchBytes / static_cast<int64_t>(sizeof(C));
       for (const C* input : inputs)
         for (int64_t line = 0; line < static_cast<int64_t>(count); line += kLine)
-          _mm_prefetch(reinterpret_cast<const char*>(input + begin + kAhead + line), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(input + begin + line) + kPrefetchBytes),
+                       _MM_HINT_T0);
     }
 #endif
     for (const ResolvedStep& resolved : steps)
@@ -527,6 +530,7 @@ PreparedFusedProgram::PreparedFusedProgram(FusedProgram program) : program_(std:
   check_program(program_);
   in_place_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, false));
   streaming_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, true));
+  tree_ = make_tree_kernel(program_);
 }
 
 tensor_list PreparedFusedProgram::run(const tensor_list& inputs) const {
@@ -538,6 +542,10 @@ tensor_list PreparedFusedProgram::run(const tensor_list& inputs) const {
   const int64_t numel = inputs[0].numel();
   if (numel == 0 || outputs.empty()) return outputs;
   const bool stream = numel * static_cast<int64_t>(element_size(program_.dtype)) >= kStreamBytes;
+  if (tree_) {
+    run_tree_kernel(*tree_, inputs, outputs[0], stream);
+    return outputs;
+  }
   const FusedPlan& plan = stream ? *streaming_plan_ : *in_place_plan_;
   if (program_.dtype == kFloat32) run_program<float>(program_, plan, stream, inputs, outputs);
   else run_program<double>(program_, plan, stream, inputs, outputs);

@@ -2,6 +2,7 @@
 // Internal to jit/: the fused elementwise executor that jit::compile uses to run a chain of
 // elementwise ops as one pass over cache-sized tiles, bit for bit as the eager ops would
 // compute it. See Note [Fused elementwise tiles] in fusion.cpp.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,6 +56,40 @@ std::optional<FusedOp> fused_op_for(std::string_view op_name);
 // bad inputs, and ValueError where the eager op would (a constant that overflows the dtype).
 tensor_list run_fused(const FusedProgram& program, const tensor_list& inputs);
 
+// A program that computes one output as a small tree of exactly rounded ops, run by code
+// compiled for the tree's shape with every intermediate in registers (Note [Tree kernels] in
+// jit/fusion_tree.cpp).
+enum class TreeOp : uint8_t { add, sub, mul, div };
+enum class TreePostOp : uint8_t { none, neg, abs, relu, sqrt };
+struct TreeNode {
+  TreeOp op = TreeOp::add;
+  TreePostOp post = TreePostOp::none;  // applied to the node's result
+};
+struct TreeLeaf {
+  int input = -1;       // the input read, or -1 for `constant`
+  double constant = 0;  // a Scalar operand, as Scalar::to_double() gives it
+  TreePostOp post = TreePostOp::none;
+};
+constexpr int kMaxTreeNodes = 4;  // binary ops in a tree kernel's tree
+struct TreeKernel {
+  uint32_t shape = 0;  // the tree's shape code (jit/fusion_tree.cpp)
+  std::array<TreeNode, kMaxTreeNodes> nodes{};  // binary ops, in pre-order
+  std::array<TreeLeaf, kMaxTreeNodes + 1> leaves{};  // leaves, in pre-order
+  int node_count = 0;
+  int leaf_count = 0;
+  bool has_post = false;  // some node or leaf has a post op
+};
+
+// The program's tree kernel, or nullopt when the program is not one tree of at most four
+// exactly rounded binary ops (with alpha 1) over its inputs and constants, each unary op
+// (neg, abs, relu, sqrt) applied to a binary op's result or to a leaf, one each.
+std::optional<TreeKernel> make_tree_kernel(const FusedProgram& program);
+
+// Writes the kernel's output into `output` (contiguous, the program's dtype and the inputs'
+// numel) from inputs already checked as run_fused checks them; `stream` writes with
+// non-temporal stores (Note [Streaming outputs] in fusion.cpp).
+void run_tree_kernel(const TreeKernel& kernel, const tensor_list& inputs, const Tensor& output, bool stream);
+
 struct FusedPlan;  // where each register lives during a tile (jit/fusion.cpp)
 
 // A program checked and planned once, then run many times: what a compiled function keeps for
@@ -66,11 +101,14 @@ class PreparedFusedProgram {
   // run_fused(program, inputs), without checking and planning the program again.
   tensor_list run(const tensor_list& inputs) const;
   const FusedProgram& program() const { return program_; }
+  // Whether runs go through a tree kernel instead of the tiled executor.
+  bool uses_tree_kernel() const { return tree_.has_value(); }
 
  private:
   FusedProgram program_;
   std::shared_ptr<const FusedPlan> in_place_plan_;  // outputs written where they are
   std::shared_ptr<const FusedPlan> streaming_plan_;  // outputs streamed out (Note [Streaming outputs])
+  std::optional<TreeKernel> tree_;  // Note [Tree kernels]
 };
 
 }  // namespace strata::jit::detail

@@ -6,6 +6,7 @@
 #include <strata/jit/fusion.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -412,4 +413,143 @@ TEST_CASE("fusion: bad programs are errors naming the step") {
   program.dtype = kFloat32;
   program.input_count = 0;
   expect_error<Error>([&] { run_fused(program, {}); }, "[jit::run_fused]", {"input_count"});
+}
+
+// ---------------------------------------------------------------------------------------
+// Tree kernels (Note [Tree kernels] in jit/fusion_tree.cpp).
+
+namespace {
+
+constexpr int64_t kTreeBlock = 128;  // floats per block of a tree kernel (64 doubles)
+
+// Every tree shape with `nodes` binary ops, in pre-order: 'N' a binary op, 'L' a leaf.
+std::vector<std::string> tree_shapes(int nodes) {
+  if (nodes == 0) return {"L"};
+  std::vector<std::string> shapes;
+  for (int left = 0; left < nodes; ++left)
+    for (const std::string& l : tree_shapes(left))
+      for (const std::string& r : tree_shapes(nodes - 1 - left)) shapes.push_back("N" + l + r);
+  return shapes;
+}
+
+// A program computing the tree `shape` over 3 inputs: each N is add, sub, mul or div; a right
+// leaf is a Scalar constant now and then (the *Scalar op); unary ops (neg, abs, relu, sqrt) sit
+// on some nodes and leaves when `unary`. Deterministic per seed.
+FusedProgram tree_program(const std::string& shape, ScalarType dtype, uint64_t seed, bool unary) {
+  FusedProgram program;
+  program.input_count = 3;
+  program.dtype = dtype;
+  int next = 3;
+  size_t position = 0;
+  uint64_t state = seed * 2862933555777941757ULL + 3037000493ULL;
+  auto random = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  auto maybe_unary = [&](int r) {
+    if (!unary || random(3) != 0) return r;
+    const FusedOp ops[] = {FusedOp::Neg, FusedOp::Abs, FusedOp::Relu, FusedOp::Sqrt};
+    program.steps.push_back({ops[random(4)], r, -1, 0, 1, next});
+    return next++;
+  };
+  // Emits the subtree at `position`; returns its register, or -1 for a constant leaf (only
+  // asked for as a right operand, when `constant_ok`).
+  std::function<int(bool, double&)> emit = [&](bool constant_ok, double& constant) -> int {
+    const char symbol = shape[position++];
+    if (symbol == 'L') {
+      if (constant_ok && random(4) == 0) {
+        const double constants[] = {0.5, -3.0, 0.0, 1e-3, 7.25};
+        constant = constants[random(5)];
+        return -1;
+      }
+      return maybe_unary(static_cast<int>(random(3)));
+    }
+    double unused = 0, right_constant = 0;
+    const int lhs = emit(false, unused);
+    const int rhs = emit(true, right_constant);
+    const int op = static_cast<int>(random(4));
+    FusedStep step;
+    if (rhs >= 0) {
+      const FusedOp ops[] = {FusedOp::Add, FusedOp::Sub, FusedOp::Mul, FusedOp::Div};
+      step = {ops[op], lhs, rhs, 0, 1, next};
+    } else {
+      const FusedOp ops[] = {FusedOp::AddScalar, FusedOp::SubScalar, FusedOp::MulScalar, FusedOp::DivScalar};
+      step = {ops[op], lhs, -1, right_constant, 1, next};
+    }
+    program.steps.push_back(step);
+    return maybe_unary(next++);
+  };
+  double unused = 0;
+  program.outputs = {emit(false, unused)};
+  program.register_count = next;
+  return program;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: tree kernels are used for trees of exactly rounded ops, and only for them") {
+  CHECK(PreparedFusedProgram(multiply_add_program(kFloat32)).uses_tree_kernel());
+  CHECK(PreparedFusedProgram(multiply_add_program(kFloat64)).uses_tree_kernel());
+  CHECK_FALSE(PreparedFusedProgram(tanh_chain(kFloat32, 1)).uses_tree_kernel());  // tanh is Eigen's
+  CHECK_FALSE(PreparedFusedProgram(every_op_program(kFloat32)).uses_tree_kernel());  // many outputs
+  FusedProgram program = multiply_add_program(kFloat32);
+  program.steps[2].alpha = 2;  // alpha takes an fma
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+  program = multiply_add_program(kFloat32);
+  program.steps[3] = {FusedOp::Sub, 7, 5, 0, 1, 8};  // a * b read twice: not a tree
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+  program = multiply_add_program(kFloat32);
+  program.steps.push_back({FusedOp::Mul, 8, 0, 0, 1, 9});  // five binary ops
+  program.register_count = 10;
+  program.outputs = {9};
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+  program.outputs = {8};  // the fifth is then dead: still not a tree kernel's program
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+  // Unary ops: one on a leaf and one on a node fit; two in a row do not.
+  program = multiply_add_program(kFloat32);
+  program.steps = {{FusedOp::Abs, 0, -1, 0, 1, 5}, {FusedOp::Mul, 5, 1, 0, 1, 6}, {FusedOp::Relu, 6, -1, 0, 1, 7}};
+  program.register_count = 8;
+  program.outputs = {7};
+  CHECK(PreparedFusedProgram(program).uses_tree_kernel());
+  check_matches_eager(program, 1000);
+  program.steps.push_back({FusedOp::Sqrt, 7, -1, 0, 1, 8});
+  program.register_count = 9;
+  program.outputs = {8};
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+  check_matches_eager(program, 1000);
+  program.outputs = {0};  // an input returned: a copy
+  CHECK_FALSE(PreparedFusedProgram(program).uses_tree_kernel());
+}
+
+TEST_CASE("fusion: every tree shape matches the eager ops bit for bit") {
+  int shapes = 0;
+  for (int nodes = 1; nodes <= 4; ++nodes) {
+    for (const std::string& shape : tree_shapes(nodes)) {
+      ++shapes;
+      for (ScalarType dtype : {kFloat32, kFloat64}) {
+        for (uint64_t seed : {uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+          const FusedProgram program = tree_program(shape, dtype, seed * 31 + shapes, seed != 1);
+          INFO("shape " << shape << ", seed " << seed);
+          REQUIRE(PreparedFusedProgram(program).uses_tree_kernel());
+          for (int64_t n : {int64_t{1}, int64_t{7}, kTreeBlock / 2 - 1, kTreeBlock - 1, kTreeBlock, kTreeBlock + 1,
+                            3 * kTreeBlock + 17})
+            check_matches_eager(program, n, seed + static_cast<uint64_t>(n));
+        }
+      }
+    }
+  }
+  CHECK(shapes == 1 + 2 + 5 + 14);
+}
+
+TEST_CASE("fusion: tree kernels match eager across thread chunks and streamed outputs") {
+  // Chunks that start inside a block, as several threads give them.
+  with_threads(3, [] {
+    for (ScalarType dtype : {kFloat32, kFloat64})
+      for (const std::string& shape : {std::string("NNLLNLL"), std::string("NLNLNLNLL")})
+        check_matches_eager(tree_program(shape, dtype, 5, true), 3 * kGrain + 7, 11);
+  });
+  // Outputs of 8 MiB and more are written with streaming stores, with inputs prefetched.
+  const int64_t streamed = (int64_t{8} << 20) / 4 + 37;
+  check_matches_eager(multiply_add_program(kFloat32), streamed, 4);
+  check_matches_eager(tree_program("NNLLNLL", kFloat32, 9, true), streamed, 6);
 }
