@@ -44,7 +44,7 @@ namespace strata::jit::detail {
 // ops, so that a tree without any pays no switch for them), and a table indexed by the shape's
 // code finds the kernel. Values move a block of kVectorsPerBlock vectors at a time, so each
 // switch is paid once per block: with 4 switches per block of 128 floats the loop above still
-// ran at 0.42-0.44 where it had run at 0.36-0.40 without them (written by hand both ways), so
+// ran at 0.42-0.44 where it had run at 0.34-0.38 without them (written by hand both ways), so
 // the switches are what is left between a tree kernel and the loop. Computing add, sub and mul
 // all and keeping one, without a branch, was no faster and is not done.
 //
