@@ -528,9 +528,10 @@ std::optional<FusedOp> fused_op_for(std::string_view op_name) {
 // inputs), and each run only checks its inputs. run_fused prepares the program for one run.
 PreparedFusedProgram::PreparedFusedProgram(FusedProgram program) : program_(std::move(program)) {
   check_program(program_);
+  tree_ = make_tree_kernel(program_);
+  if (tree_) return;  // the plans are the executor's
   in_place_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, false));
   streaming_plan_ = std::make_shared<const FusedPlan>(make_plan(program_, true));
-  tree_ = make_tree_kernel(program_);
 }
 
 tensor_list PreparedFusedProgram::run(const tensor_list& inputs) const {

@@ -212,7 +212,6 @@ struct TreeArgs {
   TreeOp ops[kMaxNodes] = {};
   TreePostOp node_posts[kMaxNodes] = {};
   TreePostOp leaf_posts[kMaxLeaves] = {};
-  int leaf_count = 0;
 };
 
 // Each leaf's current block.
@@ -271,7 +270,7 @@ template <class C, uint32_t kShape, bool kPost>
 void run_partial(const TreeArgs<C>& args, C* out, int64_t begin, int64_t end) {
   alignas(kVectorBytes) C local[kMaxLeaves][kBlockElements<C>] = {};
   Cursor<C> at{};
-  for (int k = 0; k < args.leaf_count; ++k) {
+  for (int k = 0; k < kLeavesOf<kShape>; ++k) {
     at[k] = args.leaves[k];  // a constant's block
     if (args.steps[k] == 0) continue;
     std::memcpy(local[k], args.leaves[k] + begin, static_cast<size_t>(end - begin) * sizeof(C));
@@ -428,7 +427,6 @@ template <class C>
 void run_typed(const TreeKernel& kernel, const tensor_list& inputs, const Tensor& output, bool stream) {
   alignas(kVectorBytes) C constants[kMaxLeaves][kBlockElements<C>];
   TreeArgs<C> args;
-  args.leaf_count = kernel.leaf_count;
   for (int k = 0; k < kernel.node_count; ++k) {
     args.ops[k] = kernel.nodes[k].op;
     args.node_posts[k] = kernel.nodes[k].post;
