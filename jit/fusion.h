@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,54 @@ std::optional<TreeKernel> make_tree_kernel(const FusedProgram& program);
 // non-temporal stores (Note [Streaming outputs] in fusion.cpp).
 void run_tree_kernel(const TreeKernel& kernel, const tensor_list& inputs, const Tensor& output, bool stream);
 
+// Generated kernels: the program written out as C++ and compiled by the machine's compiler
+// (Notes [Generated kernels] in jit/fusion_codegen.cpp and [Kernel cache] in
+// jit/kernel_compiler.cpp).
+enum class CodegenMode : uint8_t {
+  off,     // never
+  large,   // for outputs of kGeneratedMinBytes or more (the default)
+  always,  // at every size
+};
+constexpr int64_t kGeneratedMinBytes = int64_t{1} << 20;
+constexpr int kGeneratedKernelAbi = 1;  // the generated function's signature, checked at load
+// The mode starts as STRATA_JIT_CODEGEN says (unset: large; 0 or off; always).
+CodegenMode codegen_mode();
+void set_codegen_mode(CodegenMode mode);
+// Sets the mode for its lifetime (tests and benchmarks that compare the ways to run).
+class CodegenModeGuard {
+ public:
+  explicit CodegenModeGuard(CodegenMode mode) : previous_(codegen_mode()) { set_codegen_mode(mode); }
+  ~CodegenModeGuard() { set_codegen_mode(previous_); }
+  CodegenModeGuard(const CodegenModeGuard&) = delete;
+  CodegenModeGuard& operator=(const CodegenModeGuard&) = delete;
+
+ private:
+  CodegenMode previous_;
+};
+// Whether a run over `numel` elements of `dtype` uses a generated kernel in the current mode.
+bool use_generated_kernel(int64_t numel, ScalarType dtype);
+
+struct GeneratedKernel {
+  // Elements [begin, end) of every output; `streaming` (1) writes with non-temporal stores,
+  // which needs every output's data 64-byte aligned.
+  using Function = void (*)(const void* const* inputs, void* const* outputs, int64_t begin, int64_t end,
+                            int streaming);
+  Function function = nullptr;
+  std::string path;               // the loaded .so
+  std::shared_ptr<void> library;  // the dlopen handle, closed with the last holder
+};
+
+// The program's kernel source, or nullopt when some op has no exactly rounded form there (the
+// Eigen functions: exp, log, tanh, sigmoid, sin, cos).
+std::optional<std::string> generate_kernel_source(const FusedProgram& program);
+// The compiled kernel of `source`, from this process, the disk cache or the compiler; nullptr
+// when it cannot be had (the first failure in a process is reported on stderr).
+std::shared_ptr<const GeneratedKernel> load_generated_kernel(const std::string& source);
+// Writes the kernel's outputs (contiguous, the program's dtype and the inputs' numel) from
+// inputs already checked as run_fused checks them.
+void run_generated_kernel(const GeneratedKernel& kernel, const tensor_list& inputs, const tensor_list& outputs,
+                          bool stream);
+
 struct FusedPlan;  // where each register lives during a tile (jit/fusion.cpp)
 
 // A program checked and planned once, then run many times: what a compiled function keeps for
@@ -103,12 +152,18 @@ class PreparedFusedProgram {
   const FusedProgram& program() const { return program_; }
   // Whether runs go through a tree kernel instead of the tiled executor.
   bool uses_tree_kernel() const { return tree_.has_value(); }
+  // Whether runs of `numel` elements go through a generated kernel: the program has one, the
+  // mode asks for it at that size, and it compiled (compiling it now if not tried yet).
+  bool uses_generated_kernel(int64_t numel) const;
 
  private:
   FusedProgram program_;
   std::shared_ptr<const FusedPlan> in_place_plan_;  // outputs written where they are
   std::shared_ptr<const FusedPlan> streaming_plan_;  // outputs streamed out (Note [Streaming outputs])
   std::optional<TreeKernel> tree_;  // Note [Tree kernels]
+  struct Generated;
+  std::shared_ptr<Generated> generated_;  // Note [Generated kernels]; null without a source
+  const GeneratedKernel* generated_kernel(int64_t numel) const;
 };
 
 }  // namespace strata::jit::detail

@@ -7,10 +7,12 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <vector>
 #include <string>
 #include <string_view>
@@ -60,6 +62,24 @@ struct FileSizeLimitScope {
     setrlimit(RLIMIT_FSIZE, &previous_limit);
     std::signal(SIGXFSZ, previous_handler);
   }
+};
+
+// Sets an environment variable (unsets it for nullptr) and restores it on destruction. Only
+// for code that reads the environment when called, with no other thread reading it meanwhile.
+struct EnvironmentScope {
+  std::string name;
+  std::optional<std::string> previous;
+  EnvironmentScope(std::string variable, const char* value) : name(std::move(variable)) {
+    if (const char* old = std::getenv(name.c_str())) previous = old;
+    if (value != nullptr) ::setenv(name.c_str(), value, 1);
+    else ::unsetenv(name.c_str());
+  }
+  ~EnvironmentScope() {
+    if (previous) ::setenv(name.c_str(), previous->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+  EnvironmentScope(const EnvironmentScope&) = delete;
+  EnvironmentScope& operator=(const EnvironmentScope&) = delete;
 };
 
 inline std::vector<char> file_bytes(const std::string& path) {

@@ -4,6 +4,12 @@
 
 #include <strata/strata.h>
 
+#include <strata/jit/fusion.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "../test_util.h"
 
 using namespace strata;
@@ -40,6 +46,24 @@ TEST_CASE("jit::compile: no grad, an elementwise chain runs fused and equals eag
   INFO(text);
   CHECK(text.find("prim::FusedChain[mul.Tensor,mul.Tensor,add.Tensor,sub.Tensor]") != std::string::npos);
   CHECK(text.find("strata::mul") == std::string::npos);
+}
+
+TEST_CASE("jit::compile: large chains run through a generated kernel, bit for bit") {
+  // Note [Generated kernels]: by default, outputs of 1 MiB and more.
+  NoGradGuard no_grad;
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("strata-test-compile-kernels-" + std::to_string(::getpid()));
+  const strata::testing::EnvironmentScope cache("STRATA_JIT_CACHE_DIR", folder.c_str());
+  const jit::detail::CodegenModeGuard codegen(jit::detail::CodegenMode::large);
+  auto fast = jit::compile(expression);
+  for (int64_t n : {int64_t{1000}, (int64_t{1} << 20) + 3}) {
+    tensor_list inputs = random_inputs(5, {n});
+    CHECK(equal(fast(inputs)[0], expression(inputs)[0]));
+  }
+  // Only the large run compiled: one kernel in the folder.
+  CHECK(strata::testing::files_starting_with(folder, "fused_").size() == 2);  // its .cpp and .so
+  std::error_code ignored;
+  std::filesystem::remove_all(folder, ignored);
 }
 
 TEST_CASE("jit::compile: the tanh chain fuses into one pass, float32 and float64") {

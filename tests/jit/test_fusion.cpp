@@ -5,7 +5,11 @@
 
 #include <strata/jit/fusion.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +19,8 @@
 #include <vector>
 
 using namespace strata;
+using strata::jit::detail::CodegenMode;
+using strata::jit::detail::CodegenModeGuard;
 using strata::jit::detail::FusedOp;
 using strata::jit::detail::FusedProgram;
 using strata::jit::detail::FusedStep;
@@ -126,7 +132,11 @@ tensor_list run_eager(const FusedProgram& program, const tensor_list& inputs) {
 }
 
 // Runs the program fused and eagerly on fresh inputs of n elements and requires the same bits.
-void check_matches_eager(const FusedProgram& program, int64_t n, uint64_t seed = 1, bool specials = true) {
+// Runs with generated kernels off unless `mode` says otherwise: the executor and the tree
+// kernels are what most cases test (Note [Generated kernels] has cases of its own below).
+void check_matches_eager(const FusedProgram& program, int64_t n, uint64_t seed = 1, bool specials = true,
+                         CodegenMode mode = CodegenMode::off) {
+  const CodegenModeGuard codegen(mode);
   tensor_list inputs;
   for (int i = 0; i < program.input_count; ++i) inputs.push_back(make_values(n, program.dtype, seed + i, specials));
   const tensor_list expected = run_eager(program, inputs);
@@ -308,6 +318,7 @@ TEST_CASE("fusion: outputs may repeat, name inputs, and be read by later steps")
 
 // Note [Prepared fused programs]: one check and one plan per program, for every later run.
 TEST_CASE("fusion: a prepared program runs again and again as run_fused does") {
+  const CodegenModeGuard codegen(CodegenMode::off);
   const PreparedFusedProgram prepared(multiply_add_program(kFloat32));
   CHECK(prepared.program().steps.size() == 4);
   // 8 MiB + 20 bytes per input: outputs from that size up are streamed out (kStreamBytes).
@@ -552,4 +563,184 @@ TEST_CASE("fusion: tree kernels match eager across thread chunks and streamed ou
   const int64_t streamed = (int64_t{8} << 20) / 4 + 37;
   check_matches_eager(multiply_add_program(kFloat32), streamed, 4);
   check_matches_eager(tree_program("NNLLNLL", kFloat32, 9, true), streamed, 6);
+}
+
+// ---------------------------------------------------------------------------------------
+// Generated kernels (Note [Generated kernels] in jit/fusion_codegen.cpp, Note [Kernel cache]
+// in jit/kernel_compiler.cpp). These compile with the machine's C++ compiler into a fresh
+// cache folder.
+
+namespace {
+
+using strata::jit::detail::generate_kernel_source;
+using strata::jit::detail::GeneratedKernel;
+using strata::jit::detail::load_generated_kernel;
+using strata::jit::detail::use_generated_kernel;
+using strata::testing::EnvironmentScope;
+
+// A fresh kernel cache folder for one test case, removed afterwards.
+struct FreshKernelCache {
+  std::filesystem::path folder;
+  EnvironmentScope variable;
+  FreshKernelCache()
+      : folder(std::filesystem::temp_directory_path() /
+               ("strata-test-kernels-" + std::to_string(::getpid()) + "-" + std::to_string(next_id()))),
+        variable("STRATA_JIT_CACHE_DIR", folder.c_str()) {}
+  ~FreshKernelCache() {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+  }
+  static int next_id() {
+    static int id = 0;
+    return id++;
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    if (std::filesystem::exists(folder))
+      for (const auto& entry : std::filesystem::directory_iterator(folder))
+        names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+// Every exactly rounded op, alpha and constants of every kind included, over a DAG with
+// several outputs (one of them an input, one repeated).
+FusedProgram exact_op_program(ScalarType dtype) {
+  FusedProgram program;
+  program.input_count = 3;
+  program.dtype = dtype;
+  int next = 3;
+  auto emit = [&](FusedStep step) {
+    step.out = next++;
+    program.steps.push_back(step);
+    return step.out;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const int sum = emit({FusedOp::Add, 0, 1});
+  const int scaled = emit({FusedOp::Add, sum, 2, 0, 0.3});
+  const int difference = emit({FusedOp::Sub, scaled, sum, 0, -2.5});
+  const int product = emit({FusedOp::Mul, difference, sum});
+  const int quotient = emit({FusedOp::Div, product, 1});
+  const int shifted = emit({FusedOp::AddScalar, quotient, -1, 0.1, 0.7});
+  const int lowered = emit({FusedOp::SubScalar, shifted, -1, 1e-3});
+  const int tilted = emit({FusedOp::SubScalar, lowered, -1, 3.0, 1.0 / 3.0});
+  const int tenth = emit({FusedOp::MulScalar, tilted, -1, 0.1});
+  const int by_zero = emit({FusedOp::DivScalar, tenth, -1, -0.0});
+  const int plus_inf = emit({FusedOp::AddScalar, 0, -1, inf});
+  const int nan = emit({FusedOp::MulScalar, 1, -1, std::nan("")});
+  const int negated = emit({FusedOp::Neg, by_zero});
+  const int magnitude = emit({FusedOp::Abs, negated});
+  const int rectified = emit({FusedOp::Relu, difference});
+  const int root = emit({FusedOp::Sqrt, magnitude});
+  program.register_count = next;
+  program.outputs = {root, rectified, sum, 2, plus_inf, nan, root, quotient};
+  return program;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: generated kernel sources exist for programs of exactly rounded ops only") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    const std::optional<std::string> source = generate_kernel_source(multiply_add_program(dtype));
+    REQUIRE(source.has_value());
+    CHECK(source->find("const T r8 = r7 - r4;") != std::string::npos);
+    CHECK(source->find(dtype == kFloat32 ? "typedef float C;" : "typedef double C;") != std::string::npos);
+    CHECK(generate_kernel_source(exact_op_program(dtype)).has_value());
+    CHECK_FALSE(generate_kernel_source(every_op_program(dtype)).has_value());  // exp, tanh...: Eigen's
+    CHECK_FALSE(generate_kernel_source(tanh_chain(dtype, 2)).has_value());
+  }
+  // Constants are written as their bits: 0.1 as a float is 0x3dcccccd.
+  FusedProgram program = multiply_add_program(kFloat32);
+  program.steps[3] = {FusedOp::MulScalar, 7, -1, 0.1, 1, 8};
+  CHECK(generate_kernel_source(program)->find("r7 * bits(0x3dcccccdu)") != std::string::npos);
+  const CodegenModeGuard codegen(CodegenMode::large);  // outputs of 1 MiB and more
+  CHECK_FALSE(use_generated_kernel((int64_t{1} << 18) - 1, kFloat32));
+  CHECK(use_generated_kernel(int64_t{1} << 18, kFloat32));
+  CHECK(use_generated_kernel(int64_t{1} << 17, kFloat64));
+  set_codegen_mode(CodegenMode::off);
+  CHECK_FALSE(use_generated_kernel(int64_t{1} << 30, kFloat32));
+  set_codegen_mode(CodegenMode::always);
+  CHECK(use_generated_kernel(1, kFloat64));
+}
+
+TEST_CASE("fusion: generated kernels match the eager ops bit for bit") {
+  const FreshKernelCache cache;
+  const CodegenModeGuard codegen(CodegenMode::always);
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (const FusedProgram& program : {exact_op_program(dtype), multiply_add_program(dtype)}) {
+      REQUIRE(PreparedFusedProgram(program).uses_generated_kernel(1));
+      for (int64_t n : {int64_t{1}, int64_t{7}, kTreeBlock - 1, kTreeBlock, kTreeBlock + 1, 3 * kTreeBlock + 17,
+                        kGrain + 1})
+        check_matches_eager(program, n, static_cast<uint64_t>(n) + 3, true, CodegenMode::always);
+    }
+  }
+  // Chunks that start inside a block, and streamed outputs (8 MiB and more).
+  with_threads(3, [] {
+    check_matches_eager(exact_op_program(kFloat32), 3 * kGrain + 7, 11, true, CodegenMode::always);
+  });
+  const int64_t streamed = (int64_t{8} << 20) / 4 + 37;
+  check_matches_eager(multiply_add_program(kFloat32), streamed, 4, true, CodegenMode::always);
+  // Inputs that start off a vector boundary: contiguous views one element in.
+  tensor_list inputs;
+  for (int i = 0; i < 5; ++i) inputs.push_back(make_values(streamed + 1, kFloat32, 30 + i).narrow(0, 1, streamed));
+  const Tensor expected = sub(add(mul(inputs[0], inputs[1]), mul(inputs[2], inputs[3])), inputs[4]);
+  CHECK(same_bits(run_fused(multiply_add_program(kFloat32), inputs)[0], expected));
+  // One compiled kernel per program and dtype, nothing else left in the folder.
+  int libraries = 0;
+  for (const std::string& name : cache.files()) {
+    INFO(name);
+    const bool library = name.size() > 3 && name.compare(name.size() - 3, 3, ".so") == 0;
+    CHECK((library || name.compare(name.size() - 4, 4, ".cpp") == 0));
+    CHECK(std::count(name.begin(), name.end(), '.') == 1);  // no temporary names left
+    libraries += library ? 1 : 0;
+  }
+  CHECK(libraries == 4);
+}
+
+TEST_CASE("fusion: generated kernels are cached in the process and on disk") {
+  const FreshKernelCache cache;
+  const std::string source = *generate_kernel_source(multiply_add_program(kFloat64));
+  std::shared_ptr<const GeneratedKernel> kernel = load_generated_kernel(source);
+  REQUIRE(kernel != nullptr);
+  CHECK(load_generated_kernel(source) == kernel);  // this process's copy
+  const std::filesystem::path library = kernel->path;
+  CHECK(library.parent_path() == cache.folder);
+  const auto written = std::filesystem::last_write_time(library);
+  kernel.reset();  // closed: the next load opens the file again, without compiling
+  kernel = load_generated_kernel(source);
+  REQUIRE(kernel != nullptr);
+  CHECK(std::filesystem::last_write_time(library) == written);
+  // The kernel computes what the program does.
+  tensor_list inputs;
+  for (int i = 0; i < 5; ++i) inputs.push_back(make_values(1000, kFloat64, 40 + i));
+  const Tensor output = detail::make_empty({1000}, kFloat64, kCPU);
+  jit::detail::run_generated_kernel(*kernel, inputs, {output}, false);
+  CHECK(same_bits(output, sub(add(mul(inputs[0], inputs[1]), mul(inputs[2], inputs[3])), inputs[4])));
+}
+
+TEST_CASE("fusion: without a working compiler a program runs as before") {
+  const FreshKernelCache cache;
+  const CodegenModeGuard codegen(CodegenMode::always);
+  FusedProgram program = multiply_add_program(kFloat32);
+  program.steps[0] = {FusedOp::Mul, 0, 1, 0, 1, 5};
+  program.steps[3] = {FusedOp::Sub, 7, 4, 0, 1, 8};
+  {
+    const EnvironmentScope compiler("STRATA_JIT_CXX", "/nonexistent/strata-test-c++");
+    const PreparedFusedProgram prepared(program);
+    CHECK_FALSE(prepared.uses_generated_kernel(1000));
+    CHECK(prepared.uses_tree_kernel());
+    check_matches_eager(program, 1000, 5, true, CodegenMode::always);
+  }
+  {
+    // A compiler that fails: the program still runs, and the compiler's output is kept.
+    program.steps[1] = {FusedOp::Div, 2, 3, 0, 1, 6};  // another program: another cache key
+    const EnvironmentScope compiler("STRATA_JIT_CXX", "false");
+    CHECK_FALSE(PreparedFusedProgram(program).uses_generated_kernel(1000));
+    check_matches_eager(program, 1000, 6, true, CodegenMode::always);
+    const std::vector<std::string> files = cache.files();
+    CHECK(std::any_of(files.begin(), files.end(), [](const std::string& name) {
+      return name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
+    }));
+  }
 }
