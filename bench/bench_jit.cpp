@@ -4,6 +4,7 @@
 //   MLP 784-256-10 inference, batch 64:                compiled no slower than eager
 // and what a compiled function's backward costs against eager's (tanh chain, forward + backward).
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_jit
+#include <strata/jit/fusion.h>
 #include <strata/strata.h>
 
 #include "bench_util.h"
@@ -20,8 +21,9 @@ using strata::tensor_list;
 constexpr int64_t kLarge = 16 << 20;
 
 // Note [Warm-up calls]
-// The 16M-float rows call their function once before timing. The first call traces (compile)
-// and faults in the pages of its 64 MiB output, which later calls get back from the CPU
+// The 16M-float rows call their function once before timing. The first call traces (compile),
+// compiles its generated kernel unless the disk cache has it (Note [Generated kernels]), and
+// faults in the pages of its 64 MiB output, which later calls get back from the CPU
 // allocator's cache. On a VM a page fault may cost tens of microseconds, so that first call can
 // take most of a second; Google Benchmark then stops after that one iteration and reports it.
 // LibTorch allocates fresh pages on every call, so its row includes them, as its users pay them.
@@ -57,6 +59,18 @@ void compiled_expression_16m(benchmark::State& state) {
   state.counters["fused_chains"] = static_cast<double>(fast.fused_chains(inputs));
 }
 BENCHMARK(compiled_expression_16m)->Unit(benchmark::kMillisecond);
+
+// The same without generated kernels: the tree kernel of Note [Tree kernels], what runs where
+// no C++ compiler is found or STRATA_JIT_CODEGEN=0.
+void compiled_expression_16m_no_codegen(benchmark::State& state) {
+  strata::NoGradGuard no_grad;
+  const strata::jit::detail::CodegenModeGuard codegen(strata::jit::detail::CodegenMode::off);
+  tensor_list inputs = large_inputs();
+  auto fast = strata::jit::compile(expression);
+  (void)fast(inputs);  // See Note [Warm-up calls]
+  for (auto _ : state) benchmark::DoNotOptimize(fast(inputs)[0].data_ptr());
+}
+BENCHMARK(compiled_expression_16m_no_codegen)->Unit(benchmark::kMillisecond);
 
 // The floor for a fused pass on this machine: one plain loop over the same data into a
 // preallocated output (five streams read, one written).
@@ -170,6 +184,7 @@ int main(int argc, char** argv) {
   return strata::bench::run_with_ratios(argc, argv,
                                         {{"compiled_expression_16m", "eager_expression_16m"},
                                          {"compiled_expression_16m", "loop_expression_16m"},
+                                         {"compiled_expression_16m_no_codegen", "eager_expression_16m"},
                                          {"loop_expression_16m", "eager_expression_16m"},
                                          {"compiled_tanh_chain", "eager_tanh_chain"},
                                          {"replayed_tanh_chain", "eager_tanh_chain"},

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,7 +33,8 @@ namespace strata::jit::detail {
 //   hand one machine's code to another);
 // - the cache is a folder: $STRATA_JIT_CACHE_DIR, else $XDG_CACHE_HOME/strata/kernels, else
 //   $HOME/.cache/strata/kernels, else /tmp/strata-kernels-<uid>. It holds fused_<key>.cpp
-//   (for reading) and fused_<key>.so;
+//   (for reading) and fused_<key>.so. Being code that is loaded, it is used only when it is the
+//   user's own and others cannot write to it (a folder strata makes is made 0700);
 // - the compiler is $STRATA_JIT_CXX, else `c++`, run with posix_spawnp (no shell); its output
 //   goes to fused_<key>.log, kept only when it fails. The .so is written under a name of this
 //   process's own and renamed into place, so processes sharing the cache never load a half
@@ -140,6 +142,17 @@ void run_compiler(const std::string& command, const std::filesystem::path& sourc
                   log_path.string()};
 }
 
+// Code is loaded from the folder, so it must be this user's and closed to others' writes
+// (a shared /tmp is not).
+void check_owned(const std::filesystem::path& folder) {
+  struct stat info {};
+  if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    throw Failure{"the kernel cache " + folder.string() + " is not a folder"};
+  if (info.st_uid != ::getuid() || (info.st_mode & S_IWOTH) != 0)
+    throw Failure{"the kernel cache " + folder.string() +
+                  " belongs to another user or others may write to it; set STRATA_JIT_CACHE_DIR to a folder of yours"};
+}
+
 std::shared_ptr<const GeneratedKernel> open_kernel(const std::filesystem::path& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
@@ -156,10 +169,12 @@ std::shared_ptr<const GeneratedKernel> compile_and_open(const std::string& sourc
   const std::filesystem::path folder = cache_folder();
   const std::filesystem::path library_path = folder / ("fused_" + key + ".so");
   std::error_code error;
+  if (std::filesystem::create_directories(folder, error))
+    std::filesystem::permissions(folder, std::filesystem::perms::owner_all, error);
+  if (error) throw Failure{"cannot create the kernel cache " + folder.string() + ": " + error.message()};
+  check_owned(folder);
   if (std::filesystem::exists(library_path, error))
     if (auto kernel = open_kernel(library_path)) return kernel;
-  std::filesystem::create_directories(folder, error);
-  if (error) throw Failure{"cannot create the kernel cache " + folder.string() + ": " + error.message()};
   // Names of this process's own, renamed into place once complete.
   static std::atomic<int> counter{0};
   const std::string own = "." + std::to_string(getpid()) + "." + std::to_string(counter++);

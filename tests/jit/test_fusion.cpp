@@ -743,4 +743,13 @@ TEST_CASE("fusion: without a working compiler a program runs as before") {
       return name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
     }));
   }
+  {
+    // A cache folder others may write to is not loaded from (nor compiled into).
+    program.steps[2] = {FusedOp::Mul, 5, 6, 0, 1, 7};
+    std::filesystem::permissions(cache.folder, std::filesystem::perms::all);
+    CHECK_FALSE(PreparedFusedProgram(program).uses_generated_kernel(1000));
+    check_matches_eager(program, 1000, 7, true, CodegenMode::always);
+    std::filesystem::permissions(cache.folder, std::filesystem::perms::owner_all);
+    CHECK(load_generated_kernel(*generate_kernel_source(program)) == nullptr);  // a failure is not tried again
+  }
 }
