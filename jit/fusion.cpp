@@ -26,7 +26,9 @@ namespace strata::jit::detail {
 
 // Note [Fused elementwise tiles]
 // (A program that is one small tree of exactly rounded ops runs instead as a tree kernel, with
-// its intermediates in registers: Note [Tree kernels] in fusion_tree.cpp.)
+// its intermediates in registers: Note [Tree kernels] in fusion_tree.cpp. A program of exactly
+// rounded ops with large outputs runs as code generated for it: Note [Generated kernels] in
+// fusion_codegen.cpp.)
 // run_fused computes a program of elementwise steps as numexpr does: the flat element range
 // is cut into tiles of at most kTileElements, and every step runs over one tile before the
 // next tile starts. Inputs are read where they are and each output is written once, straight

@@ -60,7 +60,9 @@ namespace strata::jit::detail {
 //
 // Measured with bench_jit (compiled_expression_16m / eager_expression_16m, three runs of each
 // library, one core): 0.41-0.49, against 0.78-0.93 for the executor it replaces for this
-// program in the same minutes.
+// program in the same minutes. Outputs of 1 MiB and more now run through a kernel generated
+// for the program where a compiler is found (Note [Generated kernels] in fusion_codegen.cpp);
+// tree kernels run the smaller ones, and the large ones without a compiler.
 
 namespace {
 

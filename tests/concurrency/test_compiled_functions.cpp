@@ -1,0 +1,50 @@
+// Threads calling one compiled function: the first large call of a signature compiles its
+// generated kernel once (Notes [Generated kernels] and [Kernel cache] in jit/), and every
+// thread gets eager's results.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <strata/jit/fusion.h>
+#include <strata/strata.h>
+
+#include "../test_util.h"
+
+using namespace strata;
+
+TEST_CASE("concurrency: threads making a compiled function's first large calls share one generated kernel") {
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("strata-test-concurrent-kernels-" + std::to_string(::getpid()));
+  const testing::EnvironmentScope cache("STRATA_JIT_CACHE_DIR", folder.c_str());
+  const jit::detail::CodegenModeGuard codegen(jit::detail::CodegenMode::large);
+  NoGradGuard no_grad;
+  auto fast = jit::compile([](const tensor_list& in) -> tensor_list { return {relu(in[0] * in[1] - in[2] / 3.0)}; });
+  tensor_list inputs;
+  for (int i = 0; i < 3; ++i) inputs.push_back(randn({(int64_t{1} << 18) + 5}));  // 1 MiB + 20 bytes each
+  const Tensor expected = relu(inputs[0] * inputs[1] - inputs[2] / 3.0);
+  std::mutex mutex;
+  int mismatches = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      NoGradGuard thread_no_grad;  // grad mode is per thread
+      for (int call = 0; call < 3; ++call) {
+        const bool same = equal(fast(inputs)[0], expected);
+        std::lock_guard<std::mutex> lock(mutex);
+        mismatches += same ? 0 : 1;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(mismatches == 0);
+  CHECK(fast.cache_size() == 1);
+  CHECK(testing::files_starting_with(folder, "fused_").size() == 2);  // one kernel: its .cpp and .so
+  std::error_code ignored;
+  std::filesystem::remove_all(folder, ignored);
+}
