@@ -1,6 +1,8 @@
 #pragma once
 // Graph mode's IR: a straight-line program of operator calls over SSA values, as captured by
 // jit::trace. See Note [Graph IR] in graph.cpp.
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -67,6 +69,12 @@ struct Node {
 class Graph {
  public:
   Graph() = default;
+  // Copies and moves take the IR; each graph prepares its own runs (Note [Prepared replay]).
+  Graph(const Graph& other);
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(const Graph& other);
+  Graph& operator=(Graph&& other) noexcept;
+  ~Graph();
 
   // Runs the graph on `inputs`: same count, dtypes and ranks as traced, all on one device
   // (the traced one, or another: see Note [Replay on another device] in graph.cpp). Under grad
@@ -82,23 +90,45 @@ class Graph {
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
   const std::vector<Node>& nodes() const { return nodes_; }
-  std::vector<Node>& mutable_nodes() { return nodes_; }
-  std::vector<int>& mutable_outputs() { return outputs_; }
+  // For edits (passes): make them before the graph next runs, and ask again for later ones,
+  // as run() prepares the graph it sees then (Note [Prepared replay]).
+  std::vector<Node>& mutable_nodes() {
+    ++version_;
+    return nodes_;
+  }
+  std::vector<int>& mutable_outputs() {
+    ++version_;
+    return outputs_;
+  }
   // A new value with the given metadata; returns its id.
   int add_value(ValueInfo info);
-  void add_input(int value) { inputs_.push_back(value); }
-  void add_output(int value) { outputs_.push_back(value); }
-  void add_node(Node node) { nodes_.push_back(std::move(node)); }
+  void add_input(int value) {
+    ++version_;
+    inputs_.push_back(value);
+  }
+  void add_output(int value) {
+    ++version_;
+    outputs_.push_back(value);
+  }
+  void add_node(Node node) {
+    ++version_;
+    nodes_.push_back(std::move(node));
+  }
   // The number of host reads (item()...) seen while tracing: the graph is specialised to them.
   int host_reads() const { return host_reads_; }
   void set_host_reads(int count) { host_reads_ = count; }
 
  private:
+  struct Prepared;  // run()'s prepared form of this graph (graph.cpp)
+  std::shared_ptr<const Prepared> prepared_for_run() const;
+
   std::vector<ValueInfo> values_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
   std::vector<Node> nodes_;
   int host_reads_ = 0;
+  uint64_t version_ = 0;  // counts the calls that may change the IR
+  mutable std::atomic<std::shared_ptr<const Prepared>> prepared_;
 };
 
 namespace detail {

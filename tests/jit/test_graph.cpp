@@ -111,6 +111,35 @@ TEST_CASE("jit::Graph::run: replay equals eager bit for bit, for new inputs of t
   }
 }
 
+// Note [Prepared replay]: a graph prepares its runs once, and again after any edit.
+TEST_CASE("jit::Graph::run: runs are prepared once and again after edits; copies run on their own") {
+  auto fn = [](const tensor_list& in) -> tensor_list { return {tanh(in[0] * 0.5 + 0.1)}; };
+  const Tensor x = randn({6});
+  jit::Graph g = jit::trace(fn, {x});
+  for (int run = 0; run < 3; ++run) CHECK(same_bits(g.run({x})[0], fn({x})[0]));
+  const jit::Graph original = g;
+  // An edit as a pass makes it: the mul's constant 0.5 becomes 2.
+  int edited = 0;
+  for (jit::Node& node : g.mutable_nodes()) {
+    if (node.op != "strata::mul.Scalar") continue;
+    node.inputs[1] = jit::Operand::of_constant(IValue(Scalar(2.0)));
+    ++edited;
+  }
+  REQUIRE(edited == 1);
+  CHECK(same_bits(g.run({x})[0], tanh(x * 2.0 + 0.1)));
+  CHECK(same_bits(original.run({x})[0], fn({x})[0]));  // the copy kept the IR it was given
+  // Another output: the graph's input itself.
+  g.mutable_outputs() = {g.inputs()[0]};
+  CHECK(same_bits(g.run({x})[0], x));
+  // Moves and assignments carry the IR, and the graph moved to prepares for itself.
+  jit::Graph moved = std::move(g);
+  CHECK(same_bits(moved.run({x})[0], x));
+  moved = original;
+  CHECK(same_bits(moved.run({x})[0], fn({x})[0]));
+  g = jit::trace([](const tensor_list& in) -> tensor_list { return {in[0] * 3.0}; }, {x});
+  CHECK(same_bits(g.run({x})[0], x * 3.0));
+}
+
 TEST_CASE("jit::Graph::run: under grad, replay records autograd and a traced model trains") {
   manual_seed(3);
   nn::Linear first(6, 4), second(4, 2);

@@ -1,10 +1,12 @@
-// Threads calling one compiled function: the first large call of a signature compiles its
-// generated kernel once (Notes [Generated kernels] and [Kernel cache] in jit/), and every
-// thread gets eager's results.
+// Graph mode on several threads: threads running one const Graph, whose first run prepares it
+// (Note [Prepared replay] in jit/graph.cpp), and threads calling one compiled function, whose
+// first large call of a signature compiles its generated kernel once (Notes [Generated
+// kernels] and [Kernel cache] in jit/). Every thread gets eager's results.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -17,6 +19,22 @@
 #include "../test_util.h"
 
 using namespace strata;
+
+TEST_CASE("concurrency: threads replaying one graph from its first run get eager's results") {
+  auto fn = [](const tensor_list& in) -> tensor_list { return {tanh(in[0] * 0.5 + 0.1) - in[1]}; };
+  const tensor_list inputs{randn({64}), randn({64})};
+  const jit::Graph graph = jit::trace(fn, inputs);
+  const Tensor expected = fn(inputs)[0];
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int run = 0; run < 50; ++run)
+        if (!equal(graph.run(inputs)[0], expected)) ++mismatches;
+    });
+  for (std::thread& thread : threads) thread.join();
+  CHECK(mismatches.load() == 0);
+}
 
 TEST_CASE("concurrency: threads making a compiled function's first large calls share one generated kernel") {
   const std::filesystem::path folder =
