@@ -377,8 +377,8 @@ size_t PreparedGraph::typed_nodes() const { return state_->typed; }
 // through the reference mutable_nodes() returns before the next run, as iterators are used
 // before a container next changes; a reference kept past a run and used to edit later still
 // cannot make a run read out of bounds (the node and value counts are compared too), but the
-// run may not see the edit. Copies and moves take the IR only. The prepared form is published
-// through an atomic shared_ptr, so threads may run one const graph together.
+// run may not see the edit. Copies and moves take the IR only. The prepared form is kept
+// behind a mutex, so threads may run one const graph together.
 struct Graph::Prepared {
   const Graph* graph;
   uint64_t version;
@@ -423,17 +423,21 @@ Graph& Graph::operator=(Graph&& other) noexcept {
   host_reads_ = other.host_reads_;
   ++version_;
   ++other.version_;
-  prepared_.store(nullptr);
+  std::lock_guard<std::mutex> lock(prepared_mutex_);
+  prepared_.reset();
   return *this;
 }
 
 Graph::~Graph() = default;
 
 std::shared_ptr<const Graph::Prepared> Graph::prepared_for_run() const {
-  std::shared_ptr<const Prepared> prepared = prepared_.load(std::memory_order_acquire);
-  if (prepared && prepared->matches(*this)) return prepared;
-  prepared = std::make_shared<const Prepared>(*this);
-  prepared_.store(prepared, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(prepared_mutex_);
+    if (prepared_ && prepared_->matches(*this)) return prepared_;
+  }
+  auto prepared = std::make_shared<const Prepared>(*this);  // outside the lock: threads may both prepare
+  std::lock_guard<std::mutex> lock(prepared_mutex_);
+  prepared_ = prepared;
   return prepared;
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 // Graph mode's IR: a straight-line program of operator calls over SSA values, as captured by
 // jit::trace. See Note [Graph IR] in graph.cpp.
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -128,7 +128,8 @@ class Graph {
   std::vector<Node> nodes_;
   int host_reads_ = 0;
   uint64_t version_ = 0;  // counts the calls that may change the IR
-  mutable std::atomic<std::shared_ptr<const Prepared>> prepared_;
+  mutable std::mutex prepared_mutex_;  // guards prepared_ (a const graph may run on several threads)
+  mutable std::shared_ptr<const Prepared> prepared_;
 };
 
 namespace detail {

@@ -595,10 +595,8 @@ struct FreshKernelCache {
     return id++;
   }
   std::vector<std::string> files() const {
-    std::vector<std::string> names;
-    if (std::filesystem::exists(folder))
-      for (const auto& entry : std::filesystem::directory_iterator(folder))
-        names.push_back(entry.path().filename().string());
+    if (!std::filesystem::exists(folder)) return {};
+    std::vector<std::string> names = strata::testing::files_starting_with(folder, "");
     std::sort(names.begin(), names.end());
     return names;
   }
