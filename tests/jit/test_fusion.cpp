@@ -631,8 +631,14 @@ FusedProgram exact_op_program(ScalarType dtype) {
   const int magnitude = emit({FusedOp::Abs, negated});
   const int rectified = emit({FusedOp::Relu, difference});
   const int root = emit({FusedOp::Sqrt, magnitude});
+  // The unary ops on an input, where -0, NaN and infinities come in.
+  const int input_rectified = emit({FusedOp::Relu, 0});
+  const int input_magnitude = emit({FusedOp::Abs, 1});
+  const int input_root = emit({FusedOp::Sqrt, 2});
+  const int input_negated = emit({FusedOp::Neg, 0});
   program.register_count = next;
-  program.outputs = {root, rectified, sum, 2, plus_inf, nan, root, quotient};
+  program.outputs = {root, rectified, sum, 2, plus_inf, nan, root, quotient,
+                     input_rectified, input_magnitude, input_root, input_negated};
   return program;
 }
 
