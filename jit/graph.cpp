@@ -177,7 +177,6 @@ void check_inputs(const Graph& graph, const tensor_list& inputs) {
 
 }  // namespace
 
-
 tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, tensor_list* kept) {
   const std::vector<Node>& nodes = graph.nodes();
   const std::vector<int>& graph_outputs = graph.outputs();
@@ -371,25 +370,25 @@ size_t PreparedGraph::typed_nodes() const { return state_->typed; }
 // Note [Prepared replay]
 // Graph::run replays through a PreparedGraph (Note [Prepared graphs]) made at the first run
 // and kept while the graph stays as it was: measured on the 300-op tanh chain, replay took
-// 1.4-1.7x eager's time with each node called boxed. The prepared form names the graph it was
-// made for and the graph's version, which every call that may change the IR (mutable_nodes,
-// add_node...) counts up; a run that finds either different prepares again. Passes edit
+// 1.4-1.7x eager's time with each node called boxed. The prepared form records the graph's
+// version, which every call that may change the IR (mutable_nodes, add_node...) counts up; a
+// run that finds another version prepares again. Each graph keeps its own prepared form
+// (copies and moves do not take it), so it always refers to the graph holding it. Passes edit
 // through the reference mutable_nodes() returns before the next run, as iterators are used
 // before a container next changes; a reference kept past a run and used to edit later still
 // cannot make a run read out of bounds (the node and value counts are compared too), but the
 // run may not see the edit. Copies and moves take the IR only. The prepared form is kept
 // behind a mutex, so threads may run one const graph together.
 struct Graph::Prepared {
-  const Graph* graph;
   uint64_t version;
   size_t nodes;
   size_t values;
   detail::PreparedGraph replay;
 
   explicit Prepared(const Graph& g)
-      : graph(&g), version(g.version_), nodes(g.nodes_.size()), values(g.values_.size()), replay(g) {}
+      : version(g.version_), nodes(g.nodes_.size()), values(g.values_.size()), replay(g) {}
   bool matches(const Graph& g) const {
-    return graph == &g && version == g.version_ && nodes == g.nodes_.size() && values == g.values_.size();
+    return version == g.version_ && nodes == g.nodes_.size() && values == g.values_.size();
   }
 };
 
