@@ -7,7 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +20,7 @@
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -38,7 +43,8 @@ namespace strata::jit::detail {
 // - the compiler is $STRATA_JIT_CXX, else `c++`, run with posix_spawnp (no shell); its output
 //   goes to fused_<key>.log, kept only when it fails. The .so is written under a name of this
 //   process's own and renamed into place, so processes sharing the cache never load a half
-//   written file;
+//   written file. A compile that takes longer than $STRATA_JIT_COMPILE_TIMEOUT seconds (120
+//   unless set) is stopped, with its subprocesses, and counts as failed;
 // - in a process, a kernel stays loaded while something holds it (dlclose when the last
 //   holder goes), and a program that failed to compile is not tried again.
 // Failures (no compiler, a compile error, a folder that cannot be written) never reach the
@@ -114,6 +120,21 @@ struct Failure {
   std::string what;
 };
 
+// How long one compile may take: $STRATA_JIT_COMPILE_TIMEOUT seconds, else kCompileTimeout.
+// A compile usually takes about half a second; the limit is for a compiler that hangs.
+constexpr double kCompileTimeout = 120;
+
+double compile_timeout_seconds() {
+  const char* value = environment("STRATA_JIT_COMPILE_TIMEOUT");
+  if (value == nullptr) return kCompileTimeout;
+  char* end = nullptr;
+  const double seconds = std::strtod(value, &end);
+  if (end != value && *end == '\0' && seconds > 0 && std::isfinite(seconds)) return seconds;
+  std::cerr << "[jit::compile] warning: STRATA_JIT_COMPILE_TIMEOUT=" << value
+            << " is not a positive number of seconds; using " << kCompileTimeout << "\n";
+  return kCompileTimeout;
+}
+
 // Runs the compiler on `source_path`, writing `library_path`; its output goes to `log_path`.
 void run_compiler(const std::string& command, const std::filesystem::path& source_path,
                   const std::filesystem::path& library_path, const std::filesystem::path& log_path) {
@@ -128,15 +149,42 @@ void run_compiler(const std::string& command, const std::filesystem::path& sourc
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   posix_spawn_file_actions_addclose(&actions, STDIN_FILENO);
+  // The compiler leads a process group of its own, so a timeout ends its subprocesses too.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t child = 0;
-  const int spawned = posix_spawnp(&child, command.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&child, command.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0)
     throw Failure{"could not run the compiler '" + command + "' (" + std::strerror(spawned) +
                   "); set STRATA_JIT_CXX to a C++ compiler"};
+  const double timeout = compile_timeout_seconds();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  auto pause = std::chrono::milliseconds(1);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) throw Failure{std::string("waiting for the compiler failed: ") + std::strerror(errno)};
+  for (;;) {
+    const pid_t waited = waitpid(child, &status, WNOHANG);
+    if (waited == child) break;
+    if (waited < 0 && errno != EINTR) {
+      const int error = errno;
+      ::kill(-child, SIGKILL);
+      throw Failure{std::string("waiting for the compiler failed: ") + std::strerror(error)};
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-child, SIGKILL);
+      while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+      }
+      std::ostringstream seconds;
+      seconds << timeout;
+      throw Failure{"the compiler '" + command + "' did not finish " + source_path.string() + " within " +
+                    seconds.str() + " s and was stopped; set STRATA_JIT_COMPILE_TIMEOUT (seconds) to allow longer"};
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Failure{"the compiler '" + command + "' failed on " + source_path.string() + "; its output is in " +
                   log_path.string()};

@@ -5,7 +5,10 @@
 #include <strata/strata.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -96,5 +99,33 @@ inline std::vector<std::string> files_starting_with(const std::filesystem::path&
   }
   return names;
 }
+
+// A generated-kernel cache folder of one test's own ($STRATA_JIT_CACHE_DIR names it while this
+// lives), removed afterwards with everything compiled into it.
+struct TemporaryKernelCache {
+  std::filesystem::path folder;
+  EnvironmentScope variable;
+  TemporaryKernelCache()
+      : folder(std::filesystem::temp_directory_path() /
+               ("strata-test-kernels-" + std::to_string(::getpid()) + "-" + std::to_string(next_id()))),
+        variable("STRATA_JIT_CACHE_DIR", folder.c_str()) {}
+  ~TemporaryKernelCache() {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+  }
+  TemporaryKernelCache(const TemporaryKernelCache&) = delete;
+  TemporaryKernelCache& operator=(const TemporaryKernelCache&) = delete;
+  // The folder's file names, sorted (none before anything is compiled).
+  std::vector<std::string> files() const {
+    if (!std::filesystem::exists(folder)) return {};
+    std::vector<std::string> names = files_starting_with(folder, "");
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  static int next_id() {
+    static std::atomic<int> id{0};
+    return id++;
+  }
+};
 
 }  // namespace strata::testing

@@ -4,10 +4,8 @@
 // kernels] and [Kernel cache] in jit/). Every thread gets eager's results.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -37,9 +35,7 @@ TEST_CASE("concurrency: threads replaying one graph from its first run get eager
 }
 
 TEST_CASE("concurrency: threads making a compiled function's first large calls share one generated kernel") {
-  const std::filesystem::path folder =
-      std::filesystem::temp_directory_path() / ("strata-test-concurrent-kernels-" + std::to_string(::getpid()));
-  const testing::EnvironmentScope cache("STRATA_JIT_CACHE_DIR", folder.c_str());
+  const testing::TemporaryKernelCache cache;
   const jit::detail::CodegenModeGuard codegen(jit::detail::CodegenMode::large);
   NoGradGuard no_grad;
   auto fast = jit::compile([](const tensor_list& in) -> tensor_list { return {relu(in[0] * in[1] - in[2] / 3.0)}; });
@@ -62,7 +58,5 @@ TEST_CASE("concurrency: threads making a compiled function's first large calls s
   for (std::thread& thread : threads) thread.join();
   CHECK(mismatches == 0);
   CHECK(fast.cache_size() == 1);
-  CHECK(testing::files_starting_with(folder, "fused_").size() == 2);  // one kernel: its .cpp and .so
-  std::error_code ignored;
-  std::filesystem::remove_all(folder, ignored);
+  CHECK(cache.files().size() == 2);  // one kernel: its .cpp and .so
 }

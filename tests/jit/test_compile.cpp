@@ -6,9 +6,7 @@
 
 #include <strata/jit/fusion.h>
 
-#include <unistd.h>
 
-#include <filesystem>
 
 #include "../test_util.h"
 
@@ -51,9 +49,7 @@ TEST_CASE("jit::compile: no grad, an elementwise chain runs fused and equals eag
 TEST_CASE("jit::compile: large chains run through a generated kernel, bit for bit") {
   // Note [Generated kernels]: by default, outputs of 1 MiB and more.
   NoGradGuard no_grad;
-  const std::filesystem::path folder =
-      std::filesystem::temp_directory_path() / ("strata-test-compile-kernels-" + std::to_string(::getpid()));
-  const strata::testing::EnvironmentScope cache("STRATA_JIT_CACHE_DIR", folder.c_str());
+  const strata::testing::TemporaryKernelCache cache;
   const jit::detail::CodegenModeGuard codegen(jit::detail::CodegenMode::large);
   auto fast = jit::compile(expression);
   for (int64_t n : {int64_t{1000}, (int64_t{1} << 20) + 3}) {
@@ -61,9 +57,7 @@ TEST_CASE("jit::compile: large chains run through a generated kernel, bit for bi
     CHECK(equal(fast(inputs)[0], expression(inputs)[0]));
   }
   // Only the large run compiled: one kernel in the folder.
-  CHECK(strata::testing::files_starting_with(folder, "fused_").size() == 2);  // its .cpp and .so
-  std::error_code ignored;
-  std::filesystem::remove_all(folder, ignored);
+  CHECK(cache.files().size() == 2);  // its .cpp and .so
 }
 
 TEST_CASE("jit::compile: the tanh chain fuses into one pass, float32 and float64") {

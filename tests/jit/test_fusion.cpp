@@ -8,14 +8,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace strata;
@@ -577,30 +580,7 @@ using strata::jit::detail::GeneratedKernel;
 using strata::jit::detail::load_generated_kernel;
 using strata::jit::detail::use_generated_kernel;
 using strata::testing::EnvironmentScope;
-
-// A fresh kernel cache folder for one test case, removed afterwards.
-struct FreshKernelCache {
-  std::filesystem::path folder;
-  EnvironmentScope variable;
-  FreshKernelCache()
-      : folder(std::filesystem::temp_directory_path() /
-               ("strata-test-kernels-" + std::to_string(::getpid()) + "-" + std::to_string(next_id()))),
-        variable("STRATA_JIT_CACHE_DIR", folder.c_str()) {}
-  ~FreshKernelCache() {
-    std::error_code ignored;
-    std::filesystem::remove_all(folder, ignored);
-  }
-  static int next_id() {
-    static int id = 0;
-    return id++;
-  }
-  std::vector<std::string> files() const {
-    if (!std::filesystem::exists(folder)) return {};
-    std::vector<std::string> names = strata::testing::files_starting_with(folder, "");
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
+using strata::testing::TemporaryKernelCache;
 
 // Every exactly rounded op, alpha and constants of every kind included, over a DAG with
 // several outputs (one of them an input, one repeated).
@@ -669,7 +649,7 @@ TEST_CASE("fusion: generated kernel sources exist for programs of exactly rounde
 }
 
 TEST_CASE("fusion: generated kernels match the eager ops bit for bit") {
-  const FreshKernelCache cache;
+  const TemporaryKernelCache cache;
   const CodegenModeGuard codegen(CodegenMode::always);
   for (ScalarType dtype : {kFloat32, kFloat64}) {
     for (const FusedProgram& program : {exact_op_program(dtype), multiply_add_program(dtype)}) {
@@ -703,7 +683,7 @@ TEST_CASE("fusion: generated kernels match the eager ops bit for bit") {
 }
 
 TEST_CASE("fusion: generated kernels are cached in the process and on disk") {
-  const FreshKernelCache cache;
+  const TemporaryKernelCache cache;
   const std::string source = *generate_kernel_source(multiply_add_program(kFloat64));
   std::shared_ptr<const GeneratedKernel> kernel = load_generated_kernel(source);
   REQUIRE(kernel != nullptr);
@@ -724,7 +704,7 @@ TEST_CASE("fusion: generated kernels are cached in the process and on disk") {
 }
 
 TEST_CASE("fusion: without a working compiler a program runs as before") {
-  const FreshKernelCache cache;
+  const TemporaryKernelCache cache;
   const CodegenModeGuard codegen(CodegenMode::always);
   FusedProgram program = multiply_add_program(kFloat32);
   program.steps[0] = {FusedOp::Mul, 0, 1, 0, 1, 5};
@@ -756,4 +736,44 @@ TEST_CASE("fusion: without a working compiler a program runs as before") {
     std::filesystem::permissions(cache.folder, std::filesystem::perms::owner_all);
     CHECK(load_generated_kernel(*generate_kernel_source(program)) == nullptr);  // a failure is not tried again
   }
+}
+
+TEST_CASE("fusion: a compiler that hangs is stopped with its subprocesses") {
+  const TemporaryKernelCache cache;
+  const CodegenModeGuard codegen(CodegenMode::always);
+  // A "compiler" that starts a long sleep, notes its pid and waits for it.
+  const std::filesystem::path script = cache.folder.string() + "-hang.sh";
+  const std::filesystem::path pid_file = cache.folder.string() + "-hang.pid";
+  {
+    std::ofstream file(script);
+    file << "#!/bin/sh\nsleep 60 &\necho $! > '" << pid_file.string() << "'\nwait\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  FusedProgram program = multiply_add_program(kFloat32);
+  program.steps[0] = {FusedOp::Mul, 0, 1, 0, 1, 5};
+  program.steps[1] = {FusedOp::Sub, 2, 3, 0, 1, 6};  // a program no other case compiles
+  {
+    const EnvironmentScope compiler("STRATA_JIT_CXX", script.c_str());
+    const EnvironmentScope timeout("STRATA_JIT_COMPILE_TIMEOUT", "0.5");
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_FALSE(PreparedFusedProgram(program).uses_generated_kernel(1000));
+    // Stopped at the timeout, not after the sleep (a bound far from both).
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+    check_matches_eager(program, 1000, 9, true, CodegenMode::always);
+  }
+  // The sleep was in the compiler's process group: it is gone (or a zombie awaiting its reaper).
+  std::ifstream pid_text(pid_file);
+  long pid = 0;
+  REQUIRE(static_cast<bool>(pid_text >> pid));
+  bool gone = false;
+  for (int attempt = 0; attempt < 100 && !gone; ++attempt) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    gone = !std::getline(stat, line) || line.find(") Z") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(gone);
+  std::error_code ignored;
+  std::filesystem::remove(script, ignored);
+  std::filesystem::remove(pid_file, ignored);
 }
