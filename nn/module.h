@@ -70,7 +70,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // Moves or converts every parameter and buffer; parameters stay leaves with their
   // requires_grad. to(ScalarType) converts floating tensors only. See Note [Parameter slots].
   void to(Device device);
-  void to(DeviceType type) { to(Device(type)); }
+  void to(DeviceType type) { to(detail::current_device(type)); }  // Note [Bare device types]
   void to(ScalarType dtype);
 
   // Clears each parameter's gradient: undefined when set_to_none (LibTorch's default), else zero.

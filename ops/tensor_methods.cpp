@@ -15,14 +15,13 @@ Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy) const {
 Tensor Tensor::to(Device device, ScalarType dtype, bool non_blocking, bool copy) const {
   return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy);
 }
+Tensor Tensor::to(DeviceType device, ScalarType dtype, bool non_blocking, bool copy) const {
+  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy);
+}
 Tensor Tensor::cpu() const { return strata::to(*this, TensorOptions(Device(kCPU))); }
 // The current CUDA device, as in LibTorch; without a backend, cuda:0 (whose copy then says
 // that no CUDA backend is loaded).
-Tensor Tensor::cuda() const {
-  const DeviceHooks* hooks = detail::device_hooks(kCUDA);
-  const int index = hooks != nullptr && hooks->device_count() > 0 ? hooks->current_device() : 0;
-  return strata::to(*this, TensorOptions(Device(kCUDA, index)));
-}
+Tensor Tensor::cuda() const { return strata::to(*this, TensorOptions(kCUDA)); }
 Tensor Tensor::pin_memory() const {
   STRATA_CHECK_VALUE(is_cpu(), "[pin_memory] expected a CPU tensor, got one on ", device());
   if (is_pinned()) return *this;

@@ -59,7 +59,8 @@ void usage(const char* program) {
       "  defaults: --model mlp --epochs 5 --batch-size 64 --lr 0.001\n"
       "            --data /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)\n"
       "            --out fashion_mnist_out (loss curve CSV/SVG and the checkpoint)\n"
-      "  --ddp: data-parallel over MPI, e.g. mpirun -np 2 %s --ddp (--batch-size is per rank)\n",
+      "  --ddp: data-parallel over MPI, e.g. mpirun -np 2 %s --ddp (--batch-size is per rank;\n"
+      "         with --device cuda each rank takes the GPU numbered by its rank on the node)\n",
       program, program);
 }
 
@@ -154,14 +155,22 @@ int main(int argc, char** argv) {
               static_cast<long long>(train_set.data.size(0)), static_cast<long long>(test_set.data.size(0)),
               settings.data_dir.c_str());
 
-  const Device device(settings.device == "cuda" ? kCUDA : kCPU);
-  if (device.is_cuda() && !cuda::is_available()) {
-    try {
-      (void)cuda::current_device();  // throws, saying why there is no GPU
-    } catch (const Error& error) {
-      std::fprintf(stderr, "--device cuda: %s\n", error.what());
+  Device device(kCPU);
+  if (settings.device == "cuda") {
+    if (!cuda::is_available()) {
+      try {
+        (void)cuda::current_device();  // throws, saying why there is no GPU
+      } catch (const Error& error) {
+        std::fprintf(stderr, "--device cuda: %s\n", error.what());
+      }
+      return 2;
     }
-    return 2;
+#ifdef STRATA_WITH_DIST
+    // One GPU per rank: NCCL refuses two ranks on one device. After this, a bare kCUDA in this
+    // process means the rank's own GPU.
+    if (settings.ddp) cuda::set_device(dist::local_rank());
+#endif
+    device = Device(kCUDA, cuda::current_device());
   }
   nn::Sequential model = make_model(settings.model);
   model.to(device);  // before the optimizer takes the parameters

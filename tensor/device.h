@@ -17,6 +17,15 @@ namespace detail {
 void check_device_index(DeviceType type, int index);
 }
 
+class Device;
+namespace detail {
+// The device a bare DeviceType names where a tensor goes (x.to(kCUDA), TensorOptions(kCUDA),
+// module.to(kCUDA)): the current device of that type, as in LibTorch (cuda:1 under a
+// DeviceGuard for cuda:1). Index 0 for the CPU and Meta, and for CUDA without a backend or a
+// device (the copy or allocation then says why not). Note [Bare device types].
+Device current_device(DeviceType type);
+}  // namespace detail
+
 std::string_view device_type_name(DeviceType type);  // "cpu", "cuda", "meta"
 
 class Device {

@@ -66,6 +66,12 @@ const DeviceHooks* exchange_device_hooks(DeviceType type, const DeviceHooks* hoo
 
 const DeviceHooks* device_hooks(DeviceType type) noexcept { return slot(type).load(std::memory_order_acquire); }
 
+Device current_device(DeviceType type) {
+  if (type == kCPU || type == kMeta) return Device(type);
+  const DeviceHooks* hooks = device_hooks(type);
+  return Device(type, hooks != nullptr && hooks->device_count() > 0 ? hooks->current_device() : 0);
+}
+
 const DeviceHooks& require_device_hooks(DeviceType type, std::string_view op) {
   const DeviceHooks* hooks = device_hooks(type);
   if (!hooks) [[unlikely]] {

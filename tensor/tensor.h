@@ -95,6 +95,8 @@ class Tensor {
   Tensor clone() const;
   Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;  // other's dtype and device
   Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  // A bare device type is the current device of that type (Note [Bare device types]).
+  Tensor to(DeviceType device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   // non_blocking: between the CPU and a device, the copy may finish after this returns (it is
   // ordered on the device's current stream); see Tensor::pin_memory.
   const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;

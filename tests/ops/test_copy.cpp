@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <strata/autograd/autograd.h>
+#include <strata/nn/modules.h>
 #include <strata/ops/copy.h>
 #include <strata/ops/ops.h>
 #include <strata/tensor/device_guard.h>
@@ -157,4 +158,61 @@ TEST_CASE("copy: unloading the backend brings the errors back") {
     CHECK(transposed_floats().cuda().device().is_cuda());
   }
   CHECK_THROWS_AS(transposed_floats().cuda(), Error);
+}
+
+// Note [Bare device types] in tensor/tensor_options.h.
+TEST_CASE("to: a bare kCUDA is the current device, looked up when the options are used") {
+  FakeCudaBackend backend;
+  const Tensor x = transposed_floats();
+  const TensorOptions bare(kCUDA);  // made before the guard
+  CHECK(x.to(kCUDA).device() == Device(kCUDA, 0));
+  {
+    DeviceGuard guard(Device(kCUDA, 1));
+    CHECK(bare.device() == Device(kCUDA, 1));
+    CHECK(bare.device_opt() == Device(kCUDA, 1));
+    CHECK(x.to(kCUDA).device() == Device(kCUDA, 1));
+    CHECK(x.to(bare).device() == Device(kCUDA, 1));
+    CHECK(x.cuda().device() == Device(kCUDA, 1));
+    CHECK(x.to(kCUDA, kFloat64).device() == Device(kCUDA, 1));
+    CHECK(x.to(TensorOptions().dtype(kFloat64).device(kCUDA)).device() == Device(kCUDA, 1));
+    CHECK(x.to(device(kCUDA)).device() == Device(kCUDA, 1));
+    CHECK(TensorOptions(kFloat64).merged_with(bare).device() == Device(kCUDA, 1));
+    CHECK(bare.merged_with(TensorOptions(kFloat64)).device() == Device(kCUDA, 1));
+    CHECK(equal(as_host(x.to(kCUDA)), x));
+    // A Device always has its index (Device(kCUDA) is cuda:0 by the API contract), and setting
+    // one replaces a bare type.
+    CHECK(x.to(Device(kCUDA)).device() == Device(kCUDA, 0));
+    CHECK(bare.device(Device(kCUDA, 0)).device() == Device(kCUDA, 0));
+    // Already on the current device: no copy.
+    const Tensor on_one = x.to(kCUDA);
+    CHECK(on_one.to(kCUDA).is_same(on_one));
+    CHECK(on_one.cuda().is_same(on_one));
+  }
+  CHECK(bare.device() == Device(kCUDA, 0));
+  CHECK(TensorOptions(kCPU).device() == Device(kCPU));
+  CHECK(TensorOptions(kMeta).device() == Device(kMeta));
+  CHECK_FALSE(TensorOptions(kFloat32).has_device());
+}
+
+TEST_CASE("to: a module moved to a bare kCUDA goes to the current device") {
+  FakeCudaBackend backend;
+  nn::Linear linear(3, 2);
+  const Tensor weight = linear->weight.detach().clone();
+  DeviceGuard guard(Device(kCUDA, 1));
+  linear->to(kCUDA);
+  for (const Tensor& parameter : linear->parameters()) {
+    CHECK(parameter.device() == Device(kCUDA, 1));
+    CHECK(parameter.is_leaf());
+    CHECK(parameter.requires_grad());
+  }
+  CHECK(equal(as_host(linear->weight), weight));
+  linear.to(kCPU);
+  CHECK(linear->weight.device() == Device(kCPU));
+}
+
+TEST_CASE("to: without a backend, a bare kCUDA names cuda:0 and the copy says why it cannot") {
+  strata::testing::NoCudaBackend no_backend;
+  CHECK(TensorOptions(kCUDA).device() == Device(kCUDA, 0));
+  CHECK_THROWS_WITH_AS(transposed_floats().to(kCUDA, kFloat64), "[cuda] no CUDA backend is loaded (_to_copy needs one)",
+                       Error);
 }
