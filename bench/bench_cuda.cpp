@@ -103,6 +103,26 @@ void BM_add_large_copy_reference(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kLargeAdd * 12);
 }
 
+// A whole-tensor sum of 64M floats reads 256 MiB; split over the GPU's blocks (Note [Split
+// reductions] in cuda/reduce_plan.h) it should take about as long as a device-to-device copy
+// moving the same bytes (half the floats read, half written).
+void BM_sum_large_strata(benchmark::State& state) {
+  const Tensor a = ones({kLargeAdd}, TensorOptions().device(kCUDA));
+  time_on_gpu(state, [&] { (void)a.sum(); });
+  state.SetBytesProcessed(state.iterations() * kLargeAdd * 4);
+}
+
+void BM_sum_large_copy_reference(benchmark::State& state) {
+  const int64_t count = kLargeAdd / 2;
+  const auto options = TensorOptions().device(kCUDA);
+  const Tensor source = ones({count}, options), destination = empty({count}, options);
+  time_on_gpu(state, [&] {
+    check(cudaMemcpyAsync(destination.data_ptr(), source.data_ptr(), static_cast<size_t>(count) * 4,
+                          cudaMemcpyDeviceToDevice, nullptr));
+  });
+  state.SetBytesProcessed(state.iterations() * kLargeAdd * 4);
+}
+
 // Host time per call: the GPU runs behind; every 256 calls a synchronize, not timed, keeps the
 // launch queue short (a full queue would make the host wait on the GPU).
 template <class Call>
@@ -184,6 +204,8 @@ BENCHMARK(BM_matmul_strata)->ArgsProduct({{4096, 8192}, {0, 1}})->UseManualTime(
 BENCHMARK(BM_matmul_cublas)->ArgsProduct({{4096, 8192}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_add_large_strata)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_add_large_copy_reference)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sum_large_strata)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sum_large_copy_reference)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_tiny_add_cuda_host_time);
 BENCHMARK(BM_tiny_add_out_cuda_host_time);
 BENCHMARK(BM_tiny_empty_cuda_host_time);
@@ -204,6 +226,7 @@ int main(int argc, char** argv) {
       pairs.emplace_back("BM_matmul_strata" + args, "BM_matmul_cublas" + args);
     }
   pairs.emplace_back("BM_add_large_strata/manual_time", "BM_add_large_copy_reference/manual_time");
+  pairs.emplace_back("BM_sum_large_strata/manual_time", "BM_sum_large_copy_reference/manual_time");
   pairs.emplace_back("BM_tiny_add_cuda_host_time", "BM_tiny_add_cpu");
   pairs.emplace_back("BM_tiny_add_cuda_host_time", "BM_tiny_runtime_call_reference");
   pairs.emplace_back("BM_tiny_add_out_cuda_host_time", "BM_tiny_runtime_call_reference");

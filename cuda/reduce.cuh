@@ -1,8 +1,10 @@
 #pragma once
 // Internal to cuda/ (.cu files only): reductions over any set of dims of a strided tensor, one
-// group of threads per output element, combined with warp shuffles and shared memory. No
-// atomics, so every result is deterministic. See Note [Reduction plans] and Note [Reduction
-// launch shape] in reduce_plan.h, and Note [Reduction ops] below.
+// group of threads per output element (or per range of a long fold; or a warp's lanes over
+// consecutive outputs, when the folds are strided), combined with warp shuffles and shared
+// memory. No atomics, so every result is deterministic. See Notes [Reduction plans],
+// [Reduction launch shape], [Split reductions] and [Column reductions] in reduce_plan.h, and
+// Note [Reduction ops] below.
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
@@ -73,39 +75,147 @@ __device__ Acc block_all_reduce(const Ops& ops, Acc acc) {
   return acc;
 }
 
+// Folds the pieces of a reduction (Note [Split reductions]; an unsplit fold is one piece per
+// output): with `partials` null each group writes its output's result, else piece p's partial
+// state goes to partials[p].
 template <class Ops>
-__global__ void __launch_bounds__(kMaxGroupSize) reduce_kernel(ReducePlan plan, const void* input, Ops ops) {
+__global__ void __launch_bounds__(kMaxGroupSize)
+    reduce_kernel(ReducePlan plan, ReduceSplit split, const void* input, Ops ops, typename Ops::Acc* partials) {
   using Acc = typename Ops::Acc;
-  __shared__ Acc partials[kMaxWarpsPerBlock];
+  __shared__ Acc shared[kMaxWarpsPerBlock];
+  const int lane = threadIdx.x, group_size = blockDim.x;
+  const int64_t pieces = plan.output_count * split.count;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.y; first < pieces; first += step) {
+    const int64_t piece = first + threadIdx.y;
+    const bool active = piece < pieces;
+    int64_t input_base = 0;
+    int64_t output_offsets[kMaxReduceOutputs];
+    Acc acc = ops.identity();
+    if (active) {
+      int64_t output = 0, begin = 0, end = 0;
+      split.locate_piece(piece, plan.reduced_count, output, begin, end);
+      plan.locate_output(output, input_base, output_offsets);
+      for (int64_t r = begin + lane; r < end; r += group_size)
+        acc = ops.fold(acc, load<typename Ops::In>(input, input_base + plan.reduced_offset(r)), r);
+    }
+    acc = group_reduce(ops, acc, shared);
+    if (active && lane == 0) {
+      if (partials != nullptr) partials[piece] = acc;
+      else ops.write(output_offsets, acc);
+    }
+  }
+}
+
+// The second kernel of a split reduction: each output's `count` partial states, combined in
+// order of their ranges, give its result.
+template <class Ops>
+__global__ void __launch_bounds__(kMaxGroupSize)
+    reduce_partials_kernel(ReducePlan plan, int64_t count, const typename Ops::Acc* partials, Ops ops) {
+  using Acc = typename Ops::Acc;
+  __shared__ Acc shared[kMaxWarpsPerBlock];
   const int lane = threadIdx.x, group_size = blockDim.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.y; first < plan.output_count; first += step) {
     const int64_t output = first + threadIdx.y;
+    const bool active = output < plan.output_count;
+    Acc acc = ops.identity();
+    if (active)
+      for (int64_t range = lane; range < count; range += group_size)
+        acc = ops.combine(acc, partials[output * count + range]);
+    acc = group_reduce(ops, acc, shared);
+    if (active && lane == 0) {
+      int64_t input_base = 0;
+      int64_t output_offsets[kMaxReduceOutputs];
+      plan.locate_output(output, input_base, output_offsets);
+      ops.write(output_offsets, acc);
+    }
+  }
+}
+
+// Folds the pieces of a reduction read by columns (Note [Column reductions]): thread (x, y)
+// of piece p = tile * count + range folds output tile * kColumnWidth + x over the positions
+// begin + y, begin + y + kColumnSlices, ... of the range; the slices combine in order of y.
+template <class Ops>
+__global__ void __launch_bounds__(kColumnWidth* kColumnSlices)
+    reduce_columns_kernel(ReducePlan plan, ReduceSplit split, const void* input, Ops ops,
+                          typename Ops::Acc* partials) {
+  using Acc = typename Ops::Acc;
+  __shared__ Acc slices[kColumnSlices][kColumnWidth];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t pieces = column_tiles(plan.output_count) * split.count;
+  for (int64_t piece = blockIdx.x; piece < pieces; piece += gridDim.x) {
+    int64_t tile = 0, begin = 0, end = 0;
+    split.locate_piece(piece, plan.reduced_count, tile, begin, end);
+    const int64_t output = tile * kColumnWidth + x;
     const bool active = output < plan.output_count;
     int64_t input_base = 0;
     int64_t output_offsets[kMaxReduceOutputs];
     Acc acc = ops.identity();
     if (active) {
       plan.locate_output(output, input_base, output_offsets);
-      for (int64_t r = lane; r < plan.reduced_count; r += group_size)
+      for (int64_t r = begin + y; r < end; r += kColumnSlices)
         acc = ops.fold(acc, load<typename Ops::In>(input, input_base + plan.reduced_offset(r)), r);
     }
-    acc = group_reduce(ops, acc, partials);
-    if (active && lane == 0) ops.write(output_offsets, acc);
+    slices[y][x] = acc;
+    __syncthreads();
+    if (y == 0 && active) {
+      for (int slice = 1; slice < kColumnSlices; ++slice) acc = ops.combine(acc, slices[slice][x]);
+      if (partials != nullptr) partials[output * split.count + piece % split.count] = acc;
+      else ops.write(output_offsets, acc);
+    }
+    __syncthreads();  // the slices are reused by the next piece
   }
 }
 
+template <class Kernel, class... Args>
+void launch_reduce_kernel(const char* op, Kernel kernel, const ReduceLaunch& launch, cudaStream_t stream,
+                          Args... args) {
+  const dim3 block(static_cast<unsigned>(launch.group_size), static_cast<unsigned>(launch.groups));
+  kernel<<<static_cast<unsigned>(launch.blocks), block, 0, stream>>>(args...);
+  check_cuda(cudaGetLastError(), op);
+}
+
 // Runs `ops` over `plan` reading `input` (the tensor the plan's input strides describe), on
-// the current stream of `device`.
+// the current stream of `device`: in one kernel, or two for a split fold.
 template <class Ops>
 void launch_reduce(const char* op, const ReducePlan& plan, const Tensor& input, const Ops& ops, int device) {
+  using Acc = typename Ops::Acc;
+  static_assert(std::is_trivially_copyable_v<Acc>, "partial states are copied through memory");
   if (plan.output_count == 0) return;
   DeviceScope scope(device);
-  const ReduceLaunch launch = reduce_launch(plan.output_count, plan.reduced_count);
-  const dim3 block(static_cast<unsigned>(launch.group_size), static_cast<unsigned>(launch.groups));
-  reduce_kernel<Ops><<<static_cast<unsigned>(launch.blocks), block, 0, current_native_stream(device)>>>(
-      plan, input.numel() > 0 ? input.data_ptr() : nullptr, ops);
-  check_cuda(cudaGetLastError(), op);
+  const cudaStream_t stream = current_native_stream(device);
+  const void* data = input.numel() > 0 ? input.data_ptr() : nullptr;
+  const bool by_columns = reduce_by_columns(plan);
+  const int64_t groups = by_columns ? column_tiles(plan.output_count) : plan.output_count;
+  const ReduceSplit split = reduce_split(groups, plan.reduced_count);
+  // Fills `partials` (or, null, writes the results) from the input.
+  const auto fold_pieces = [&](Acc* partials) {
+    if (by_columns) {
+      ReduceLaunch launch;
+      launch.group_size = kColumnWidth;
+      launch.groups = kColumnSlices;
+      const int64_t pieces = groups * split.count;
+      launch.blocks = pieces < kMaxBlocks ? pieces : kMaxBlocks;
+      launch_reduce_kernel(op, reduce_columns_kernel<Ops>, launch, stream, plan, split, data, ops, partials);
+    } else {
+      launch_reduce_kernel(op, reduce_kernel<Ops>, reduce_launch(groups * split.count, split.chunk), stream, plan,
+                           split, data, ops, partials);
+    }
+  };
+  if (split.count == 1) {
+    fold_pieces(nullptr);
+    return;
+  }
+  // The partial states live in a temporary from the caching allocator, freed to this stream
+  // once both kernels are queued.
+  const int64_t states = plan.output_count * split.count;
+  const Tensor buffer = strata::detail::make_empty({states * static_cast<int64_t>(sizeof(Acc))}, kUInt8,
+                                                   Device(kCUDA, device));
+  Acc* partials = static_cast<Acc*>(buffer.data_ptr());
+  fold_pieces(partials);
+  launch_reduce_kernel(op, reduce_partials_kernel<Ops>, reduce_launch(plan.output_count, split.count), stream, plan,
+                       split.count, static_cast<const Acc*>(partials), ops);
 }
 
 // The plan reducing `input` over the dims `shape.reduced` marks into `outputs` (one or two,

@@ -19,6 +19,7 @@ namespace strata::cuda::detail {
 // indices, which may be laid out differently); reduced dims have only an input stride.
 // Kernels (cuda/reduce.cuh) give each output element a group of threads; a thread folds the
 // positions lane, lane + group_size, ... and the group combines its threads' partial results.
+// Few outputs with long folds are split over more groups (Note [Split reductions]).
 inline constexpr int kMaxReduceOutputs = 2;
 
 // One dim of the input, as the host describes it to make_reduce_plan.
@@ -142,9 +143,9 @@ inline void describe_reduce_dims(int ndim, const int64_t* sizes, const int64_t* 
 // a warp would sit mostly idle. Larger folds take a power-of-two group of 32 to 512 threads
 // (whole warps, so each warp combines with shuffles and the warps of a group through shared
 // memory), about kItemsPerThread positions per thread. The group size depends only on the
-// fold's length, so a result does not depend on the output count. Blocks hold 256 threads (one
-// group of 512 for the largest folds) and loop over the outputs when there are more than
-// kMaxBlocks blocks' worth.
+// fold's length (or, for a split fold, its ranges': Note [Split reductions]). Blocks hold 256
+// threads (one group of 512 for the largest folds) and loop over the outputs when there are
+// more than kMaxBlocks blocks' worth.
 inline constexpr int64_t kSerialFold = 16;
 inline constexpr int64_t kItemsPerThread = 8;
 inline constexpr int kMaxGroupSize = 512;
@@ -172,6 +173,69 @@ STRATA_HOST_DEVICE constexpr ReduceLaunch reduce_launch(int64_t output_count, in
   if (launch.blocks > kMaxBlocks) launch.blocks = kMaxBlocks;
   return launch;
 }
+
+// Note [Split reductions]
+// One group per output leaves most of the GPU idle when there are few outputs with long folds:
+// a whole-tensor sum is one output, folded by one block of 512 threads on one multiprocessor.
+// Then each fold is split into `count` consecutive ranges of `chunk` positions (the last one
+// may be shorter, none is empty). A first kernel folds every (output, range) pair, numbered
+// piece = output * count + range, into a partial state in a temporary buffer, as if the range
+// were a fold of its own; a second gives each output a group that combines its partials, lane
+// l taking ranges l, l + group_size, ..., and writes the result. Nothing is atomic, so a result
+// is the same in every run; it depends on the shape only, as the split does. Folds shorter than
+// kSplitMinFold are not split, nor are folds with kSplitTargetGroups or more outputs (those
+// outputs already fill the GPU); ranges hold at least kSplitMinChunk positions, and there are
+// at most kSplitTargetGroups pieces in all, so the buffer stays small (kSplitTargetGroups
+// states at most).
+inline constexpr int64_t kSplitMinFold = 32768;
+inline constexpr int64_t kSplitMinChunk = 8192;
+inline constexpr int64_t kSplitTargetGroups = 1024;
+
+struct ReduceSplit {
+  int64_t count = 1;  // ranges per fold
+  int64_t chunk = 0;  // positions per range (the whole fold when count is 1)
+
+  // Piece `piece`'s output and its positions [begin, end).
+  STRATA_HOST_DEVICE void locate_piece(int64_t piece, int64_t reduced_count, int64_t& output, int64_t& begin,
+                                       int64_t& end) const {
+    output = piece / count;
+    begin = (piece % count) * chunk;
+    end = begin + chunk < reduced_count ? begin + chunk : reduced_count;
+  }
+};
+
+STRATA_HOST_DEVICE constexpr ReduceSplit reduce_split(int64_t output_count, int64_t reduced_count) {
+  ReduceSplit split;
+  split.chunk = reduced_count;
+  if (output_count < 1 || output_count >= kSplitTargetGroups || reduced_count < kSplitMinFold) return split;
+  int64_t count = reduced_count / kSplitMinChunk;  // rounded down: ranges of kSplitMinChunk or more
+  const int64_t budget = kSplitTargetGroups / output_count;
+  if (count > budget) count = budget;
+  if (count <= 1) return split;
+  split.chunk = ceil_div(reduced_count, count);
+  split.count = ceil_div(reduced_count, split.chunk);  // no empty range at the end
+  return split;
+}
+
+// Note [Column reductions]
+// Reducing over outer dims (a bias gradient: [batch, features].sum(0)) leaves the innermost
+// kept dim contiguous and the folds strided: a group folding one output would read one
+// element per row, every lane a different memory segment. Such plans (reduce_by_columns) are
+// read by columns instead: a block takes a tile of kColumnWidth consecutive outputs, one per
+// lane of a warp (x), and kColumnSlices warps (y) share each fold, slice y folding positions
+// y, y + kColumnSlices, ... of its range; then slice 0 combines the slices in order. Each
+// warp's reads are then consecutive elements. Few tiles with long folds split as groups do
+// (Note [Split reductions], with tiles in place of outputs: piece = tile * count + range), and
+// the partials have the same layout (output * count + range), so the same second kernel
+// combines them.
+inline constexpr int kColumnWidth = 32;
+inline constexpr int kColumnSlices = 8;
+
+inline bool reduce_by_columns(const ReducePlan& plan) {
+  return plan.reduced_count > kSerialFold && plan.kept_ndim > 0 && plan.kept_input_strides[plan.kept_ndim - 1] == 1;
+}
+
+STRATA_HOST_DEVICE constexpr int64_t column_tiles(int64_t output_count) { return ceil_div(output_count, kColumnWidth); }
 
 // The block size for kernels that give one block to each row (softmax, layer_norm): a power
 // of two from 32 to 512 threads, about kItemsPerThread elements per thread.

@@ -127,3 +127,49 @@ TEST_CASE("cuda backend: memory used on another stream is not handed out before 
   side.synchronize();
   cuda::synchronize();
 }
+
+// Folds long enough to be split over many blocks (Note [Split reductions] in cuda/reduce_plan.h)
+// give the CPU's results: every reduction kind, whole tensors and a few long rows.
+TEST_CASE("cuda backend: long reductions split over the GPU agree with the CPU" * doctest::skip(gpu_missing)) {
+  manual_seed(7);
+  const int64_t n = int64_t{1} << 22;
+  const Tensor x = rand({n}, TensorOptions(kFloat64));
+  const Tensor xf = x.to(kFloat32), on_device = xf.to(kCUDA), wide = x.to(kCUDA);
+  const auto close = [](const Tensor& got, const Tensor& expected, double tolerance) {
+    return allclose(got.cpu().to(kFloat64), expected.to(kFloat64), tolerance, 0.0);
+  };
+  CHECK(close(on_device.sum(), xf.to(kFloat64).sum(), 1e-5));
+  CHECK(close(on_device.mean(), xf.to(kFloat64).mean(), 1e-5));
+  CHECK(close(wide.sum(), x.sum(), 1e-12));
+  CHECK(close(wide.var(), x.var(), 1e-10));
+  CHECK(close(on_device.std(), xf.to(kFloat64).std(), 1e-6));
+  CHECK(close(wide.norm(), x.norm(), 1e-12));
+  CHECK(close(on_device.logsumexp({0}), xf.to(kFloat64).logsumexp({0}), 1e-5));
+  // Exact: integer sums, and extrema with ties in different ranges (the first position wins).
+  const Tensor counts = arange(0, n, 1, TensorOptions(kInt64));
+  CHECK(counts.to(kCUDA).sum().item<int64_t>() == n * (n - 1) / 2);
+  Tensor peaks = xf.clone();
+  float* peak_values = peaks.data_ptr<float>();
+  peak_values[3 * n / 4] = peak_values[n / 3] = 2.0f;  // rand is below 1
+  peak_values[n - 1] = -1.0f;
+  const Tensor peaks_device = peaks.to(kCUDA);
+  CHECK(peaks_device.argmax().item<int64_t>() == n / 3);
+  CHECK(peaks_device.argmin().item<int64_t>() == n - 1);
+  CHECK(peaks_device.max().item<float>() == 2.0f);
+  // A few long rows, reduced along the rows and (strided) down the columns.
+  const Tensor rows = xf.reshape({4, n / 4});
+  const Tensor rows_device = rows.to(kCUDA);
+  CHECK(close(rows_device.sum(1), rows.to(kFloat64).sum(1), 1e-5));
+  CHECK(close(rows_device.t().contiguous().sum(0), rows.to(kFloat64).sum(1), 1e-5));
+  // Outer-dim reductions, read by columns (Note [Column reductions]): several tiles, the last
+  // one partial, from a strided view on the device.
+  const Tensor tall = peaks.reshape({n / 128, 128});
+  const Tensor tall_device = tall.to(kCUDA).slice(1, 0, 100);
+  CHECK(close(tall_device.sum(0), tall.slice(1, 0, 100).to(kFloat64).sum(0), 1e-5));
+  CHECK(equal(tall_device.argmax(0).cpu(), tall.slice(1, 0, 100).argmax(0)));
+  CHECK(close(tall_device.to(kFloat64).var(0), tall.slice(1, 0, 100).to(kFloat64).var(0), 1e-10));
+  const auto [values, indices] = peaks_device.reshape({4, n / 4}).max(1, false);
+  const auto [cpu_values, cpu_indices] = peaks.reshape({4, n / 4}).max(1, false);
+  CHECK(equal(values.cpu(), cpu_values));
+  CHECK(equal(indices.cpu(), cpu_indices));
+}

@@ -5,6 +5,7 @@
 #include <strata/cuda/reduce_math.h>
 #include <strata/cuda/reduce_plan.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -208,11 +209,13 @@ TEST_CASE("reduce_plan: launch shapes") {
 
 namespace {
 
+// A group folding the positions [begin, end).
 template <class Acc, class Fold, class Combine>
-Acc simulate_group(int group_size, int64_t count, Acc identity, const Fold& fold, const Combine& combine) {
+Acc simulate_range(int group_size, int64_t begin, int64_t end, Acc identity, const Fold& fold,
+                   const Combine& combine) {
   std::vector<Acc> lanes(static_cast<size_t>(group_size), identity);
   for (int lane = 0; lane < group_size; ++lane)
-    for (int64_t r = lane; r < count; r += group_size) lanes[lane] = fold(lanes[lane], r);
+    for (int64_t r = begin + lane; r < end; r += group_size) lanes[lane] = fold(lanes[lane], r);
   if (group_size == 1) return lanes[0];
   auto warp_reduce = [&](std::vector<Acc>& values, size_t first) {
     for (int delta = 16; delta > 0; delta /= 2) {
@@ -227,6 +230,28 @@ Acc simulate_group(int group_size, int64_t count, Acc identity, const Fold& fold
   return group_size == 32 ? warps[0] : warp_reduce(warps, 0);
 }
 
+template <class Acc, class Fold, class Combine>
+Acc simulate_group(int group_size, int64_t count, Acc identity, const Fold& fold, const Combine& combine) {
+  return simulate_range(group_size, 0, count, identity, fold, combine);
+}
+
+// One output of a reduction of `count` positions among `outputs`, as launch_reduce runs it:
+// one group, or the two kernels of a split fold (Note [Split reductions]).
+template <class Acc, class Fold, class Combine>
+Acc simulate_reduction(int64_t outputs, int64_t count, Acc identity, const Fold& fold, const Combine& combine) {
+  const ReduceSplit split = reduce_split(outputs, count);
+  if (split.count == 1) return simulate_group(reduce_group_size(count), count, identity, fold, combine);
+  std::vector<Acc> partials;
+  for (int64_t piece = 0; piece < split.count; ++piece) {  // output 0's pieces
+    int64_t output = -1, begin = -1, end = -1;
+    split.locate_piece(piece, count, output, begin, end);
+    partials.push_back(simulate_range(reduce_group_size(split.chunk), begin, end, identity, fold, combine));
+  }
+  return simulate_group(
+      reduce_group_size(split.count), split.count, identity,
+      [&](const Acc& acc, int64_t range) { return combine(acc, partials[static_cast<size_t>(range)]); }, combine);
+}
+
 std::vector<double> test_values(int64_t count, double offset) {
   std::vector<double> values;
   for (int64_t i = 0; i < count; ++i) values.push_back(offset + std::sin(0.7 * static_cast<double>(i)) * 3.0);
@@ -234,6 +259,154 @@ std::vector<double> test_values(int64_t count, double offset) {
 }
 
 }  // namespace
+
+TEST_CASE("reduce_plan: split folds cover every position once, in ranges of their own") {
+  // Unsplit: short folds, and outputs enough to fill the GPU.
+  CHECK(reduce_split(1, kSplitMinFold - 1).count == 1);
+  CHECK(reduce_split(1, kSplitMinFold - 1).chunk == kSplitMinFold - 1);
+  CHECK(reduce_split(kSplitTargetGroups, int64_t{1} << 30).count == 1);
+  CHECK(reduce_split(0, int64_t{1} << 30).count == 1);
+  CHECK(reduce_split(1, 0).count == 1);
+  // A whole-tensor sum of 64M elements: kSplitTargetGroups ranges of 64K positions.
+  const ReduceSplit whole = reduce_split(1, int64_t{1} << 26);
+  CHECK(whole.count == kSplitTargetGroups);
+  CHECK(whole.chunk == 65536);
+  CHECK(reduce_launch(whole.count, whole.chunk).blocks == kSplitTargetGroups);
+  for (int64_t outputs : {1, 2, 3, 7, 100, 511, 1023}) {
+    for (int64_t count : {kSplitMinFold, kSplitMinFold + 1, int64_t{100003}, int64_t{1} << 20, int64_t{123456789},
+                          int64_t{1} << 40}) {
+      CAPTURE(outputs);
+      CAPTURE(count);
+      const ReduceSplit split = reduce_split(outputs, count);
+      CHECK(split.count * outputs <= kSplitTargetGroups);
+      if (split.count == 1) {
+        CHECK(split.chunk == count);
+        CHECK(outputs * 2 > kSplitTargetGroups);  // only when no second range fits the budget
+        continue;
+      }
+      CHECK(split.chunk >= kSplitMinChunk);
+      // Pieces in order: output by output, consecutive non-empty ranges ending at count.
+      for (int64_t piece = 0; piece < outputs * split.count; piece += std::max<int64_t>(1, outputs / 3)) {
+        int64_t output = -1, begin = -1, end = -1;
+        split.locate_piece(piece, count, output, begin, end);
+        const int64_t range = piece % split.count;
+        CHECK(output == piece / split.count);
+        CHECK(begin == range * split.chunk);
+        CHECK(begin < end);
+        CHECK(end == (range == split.count - 1 ? count : begin + split.chunk));
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce_math: split folds give the results of one group's fold") {
+  constexpr int64_t count = 3 * kSplitMinFold + 17;
+  REQUIRE(reduce_split(1, count).count > 1);
+  REQUIRE(reduce_split(5, count).count > 1);
+  const std::vector<double> values = test_values(count, 1e3);
+  for (int64_t outputs : {1, 5}) {
+    CAPTURE(outputs);
+    const auto fold_sum = [&](double acc, int64_t r) { return acc + values[static_cast<size_t>(r)]; };
+    const auto add = [](double a, double b) { return a + b; };
+    CHECK(simulate_reduction(outputs, count, 0.0, fold_sum, add) ==
+          doctest::Approx(simulate_group(512, count, 0.0, fold_sum, add)).epsilon(1e-13));
+    const auto fold_welford = [&](Welford acc, int64_t r) { return welford_fold(acc, values[static_cast<size_t>(r)]); };
+    const Welford split = simulate_reduction(outputs, count, Welford{0, 0.0, 0.0}, fold_welford, welford_combine);
+    const Welford whole = simulate_group(512, count, Welford{0, 0.0, 0.0}, fold_welford, welford_combine);
+    CHECK(split.count == count);
+    CHECK(split.mean == doctest::Approx(whole.mean).epsilon(1e-13));
+    CHECK(split.squares == doctest::Approx(whole.squares).epsilon(1e-10));
+    // argmax with ties across ranges and a NaN in a later range: the sequential fold's position.
+    std::vector<float> ties;
+    for (int64_t i = 0; i < count; ++i) ties.push_back(static_cast<float>((i * 37) % 11));
+    for (bool with_nan : {false, true}) {
+      if (with_nan) ties[static_cast<size_t>(count - 5)] = ties[static_cast<size_t>(count - 3)] = NAN;
+      const Extremum<float> best = simulate_reduction(
+          outputs, count, Extremum<float>{0.f, -1},
+          [&](const Extremum<float>& acc, int64_t r) {
+            return combine_extremum<true>(acc, Extremum<float>{ties[static_cast<size_t>(r)], r});
+          },
+          combine_extremum<true, float>);
+      CHECK(best.index == (with_nan ? count - 5 : int64_t{8}));  // (8 * 37) % 11 == 10, the first maximum
+    }
+  }
+}
+
+TEST_CASE("reduce_plan: reductions over outer dims are read by columns") {
+  CHECK(reduce_by_columns(plan_of(contiguous_layout({1000, 40}, {1, 0}))));
+  CHECK(reduce_by_columns(plan_of(contiguous_layout({17, 3}, {1, 0}))));
+  CHECK(reduce_by_columns(plan_of(contiguous_layout({30, 5, 7}, {1, 0, 0}, true))));
+  CHECK_FALSE(reduce_by_columns(plan_of(contiguous_layout({16, 40}, {1, 0}))));   // short folds: a thread each
+  CHECK_FALSE(reduce_by_columns(plan_of(contiguous_layout({1000, 40}, {0, 1}))));  // contiguous folds
+  CHECK_FALSE(reduce_by_columns(plan_of(contiguous_layout({1000}, {1}))));         // no kept dim
+  CHECK_FALSE(reduce_by_columns(plan_of(contiguous_layout({8, 3, 30}, {1, 0, 1}))));  // kept dim strided
+  CHECK(column_tiles(1) == 1);
+  CHECK(column_tiles(kColumnWidth) == 1);
+  CHECK(column_tiles(kColumnWidth + 1) == 2);
+}
+
+TEST_CASE("reduce_math: column reductions give every output its sequential fold") {
+  // [rows, columns].sum(0) and .argmax(0), run as reduce_columns_kernel and then
+  // reduce_partials_kernel run them, with the plan's own offsets.
+  for (int64_t rows : {int64_t{100}, 5 * kSplitMinFold + 3}) {
+    constexpr int64_t columns = 40;
+    CAPTURE(rows);
+    const ReducePlan plan = plan_of(contiguous_layout({rows, columns}, {1, 0}));
+    REQUIRE(reduce_by_columns(plan));
+    const ReduceSplit split = reduce_split(column_tiles(plan.output_count), plan.reduced_count);
+    CHECK((split.count > 1) == (rows > kSplitMinFold));
+    std::vector<double> values(static_cast<size_t>(rows * columns));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 7919) % 1009);  // many ties
+    std::vector<double> sums(static_cast<size_t>(plan.output_count * split.count));
+    std::vector<Extremum<double>> best(sums.size());
+    for (int64_t piece = 0; piece < column_tiles(plan.output_count) * split.count; ++piece) {
+      int64_t tile = 0, begin = 0, end = 0;
+      split.locate_piece(piece, plan.reduced_count, tile, begin, end);
+      for (int x = 0; x < kColumnWidth; ++x) {
+        const int64_t output = tile * kColumnWidth + x;
+        if (output >= plan.output_count) continue;
+        int64_t base = 0, offsets[kMaxReduceOutputs];
+        plan.locate_output(output, base, offsets);
+        double sum = 0;
+        Extremum<double> top{0.0, -1};
+        for (int y = 0; y < kColumnSlices; ++y) {  // the slices, combined in order
+          double slice_sum = 0;
+          Extremum<double> slice_top{0.0, -1};
+          for (int64_t r = begin + y; r < end; r += kColumnSlices) {
+            const double v = values[static_cast<size_t>(base + plan.reduced_offset(r))];
+            slice_sum += v;
+            slice_top = combine_extremum<true>(slice_top, Extremum<double>{v, r});
+          }
+          sum += slice_sum;
+          top = combine_extremum<true>(top, slice_top);
+        }
+        const size_t slot = static_cast<size_t>(output * split.count + piece % split.count);
+        sums[slot] = sum;
+        best[slot] = top;
+      }
+    }
+    for (int64_t column = 0; column < columns; ++column) {
+      const auto partial = [&](int64_t range) { return static_cast<size_t>(column * split.count + range); };
+      const double total = simulate_group(
+          reduce_group_size(split.count), split.count, 0.0,
+          [&](double acc, int64_t range) { return acc + sums[partial(range)]; }, [](double a, double b) { return a + b; });
+      const Extremum<double> top = simulate_group(
+          reduce_group_size(split.count), split.count, Extremum<double>{0.0, -1},
+          [&](const Extremum<double>& acc, int64_t range) { return combine_extremum<true>(acc, best[partial(range)]); },
+          combine_extremum<true, double>);
+      double expected_sum = 0;
+      int64_t expected_index = 0;
+      for (int64_t row = 0; row < rows; ++row) {
+        const double v = values[static_cast<size_t>(row * columns + column)];
+        expected_sum += v;
+        if (v > values[static_cast<size_t>(expected_index * columns + column)]) expected_index = row;
+      }
+      CAPTURE(column);
+      CHECK(total == expected_sum);  // integers: exact in any order
+      CHECK(top.index == expected_index);
+    }
+  }
+}
 
 TEST_CASE("reduce_math: Welford's parallel combine matches the two-pass variance") {
   for (int64_t count : {1, 2, 31, 100, 1000, 5000}) {
