@@ -26,14 +26,20 @@ using cuda::detail::write_back;
 
 // The combines of the row kernels.
 template <class C>
-struct MaxOp {
-  __device__ C identity() const { return -static_cast<C>(INFINITY); }
-  __device__ C combine(C a, C b) const { return b > a ? b : a; }
-};
-template <class C>
 struct SumOp {
   __device__ C identity() const { return C(0); }
   __device__ C combine(C a, C b) const { return a + b; }
+};
+
+// A running (maximum, sum of exp(x - maximum)) pair (reduce_math.h; Note [Stable logsumexp] in
+// ops/reduce_stats.cpp).
+template <class C>
+struct LogSumExpOp {
+  __device__ cuda::detail::LogSumExp<C> identity() const { return {-static_cast<C>(INFINITY), C(0)}; }
+  __device__ cuda::detail::LogSumExp<C> combine(const cuda::detail::LogSumExp<C>& a,
+                                                const cuda::detail::LogSumExp<C>& b) const {
+    return cuda::detail::log_sum_exp_combine(a, b);
+  }
 };
 
 // Blocks for `rows` rows of `row_size` elements: one block per row, looping when there are
@@ -52,7 +58,9 @@ ScalarType float_compute_type(ScalarType dtype) { return dtype == kFloat64 ? kFl
 // ---------------------------------------------------------------------------------------
 // softmax and log_softmax. See Note [Stable softmax] in ops/nn.cpp: each slice along dim is
 // shifted by its maximum. A row is one slice of a contiguous [outer, size, inner] block: its
-// elements lie `inner` apart.
+// elements lie `inner` apart. The maximum and the sum of exp(x - maximum) come from one pass
+// (a running maximum that rescales the sum when it grows, as in logsumexp), so a row is read
+// twice, not three times; -inf, +inf and NaN give what the two-pass form gives.
 
 template <class In, class Out, bool Log>
 __global__ void __launch_bounds__(cuda::detail::kMaxGroupSize)
@@ -60,14 +68,11 @@ __global__ void __launch_bounds__(cuda::detail::kMaxGroupSize)
   using C = compute_type_t<Out>;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t base = row / inner * size * inner + row % inner;
-    C max = MaxOp<C>{}.identity();
+    cuda::detail::LogSumExp<C> state = LogSumExpOp<C>{}.identity();
     for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-      max = MaxOp<C>{}.combine(max, static_cast<C>(load<In>(input, base + k * inner)));
-    max = block_all_reduce(MaxOp<C>{}, max);
-    C sum = 0;
-    for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-      sum += cuda::detail::exp_of(static_cast<C>(load<In>(input, base + k * inner)) - max);
-    sum = block_all_reduce(SumOp<C>{}, sum);
+      state = cuda::detail::log_sum_exp_fold(state, static_cast<C>(load<In>(input, base + k * inner)));
+    state = block_all_reduce(LogSumExpOp<C>{}, state);
+    const C max = state.max, sum = state.sum;
     const C log_sum = cuda::detail::log_of(sum);
     for (int64_t k = threadIdx.x; k < size; k += blockDim.x) {
       const C shifted = static_cast<C>(load<In>(input, base + k * inner)) - max;
