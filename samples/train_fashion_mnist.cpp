@@ -128,9 +128,7 @@ double evaluate(nn::Sequential& model, const Tensor& images, const Tensor& label
   return static_cast<double>(correct) / static_cast<double>(images.size(0));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
   manual_seed(settings.seed);
   int world_size = 1;
@@ -265,4 +263,17 @@ int main(int argc, char** argv) {
   std::printf("%s on %s, %d epochs, %.1f s per epoch on average: TEST ACCURACY %.2f%%\n", settings.model.c_str(),
               device.str().c_str(), settings.epochs, seconds_total / settings.epochs, 100 * final_accuracy);
   return restored_accuracy == final_accuracy ? 0 : 1;
+}
+
+}  // namespace
+
+// Errors (a missing data folder, a rank without its GPU, ...) end the run with their message
+// and exit status 1, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    return 1;
+  }
 }
