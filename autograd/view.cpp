@@ -63,17 +63,20 @@ Tensor region(const Scratch& scratch, const ViewGeometry& g) {
   return as_strided(scratch.flat, g.sizes.ref(), g.strides.ref(), g.offset - scratch.first);
 }
 
+// Adds `values` (of g's sizes) into the scratch locations g reaches; where several elements of
+// g are one location, it gets the sum of theirs.
+void add_overlapping(Scratch& scratch, const ViewGeometry& g, const Tensor& values) {
+  const Tensor positions = arange(scratch.flat.numel(), TensorOptions().dtype(kInt64).device(values.device()));
+  const Tensor index = region(Scratch{positions, scratch.first}, g).reshape({-1});
+  scratch.flat = index_add(scratch.flat, 0, index, values.reshape({-1}));
+}
+
 }  // namespace
 
 Tensor as_strided_backward(const Tensor& grad, const ViewGeometry& in, const ViewGeometry& out) {
   Scratch scratch = make_scratch(in, out, grad.options());
-  if (!out.overlaps_itself()) {
-    region(scratch, out).copy_(grad);
-  } else {
-    Tensor positions = arange(scratch.flat.numel(), TensorOptions().dtype(kInt64).device(grad.device()));
-    Tensor index = as_strided(positions, out.sizes.ref(), out.strides.ref(), out.offset - scratch.first).reshape({-1});
-    scratch.flat = index_add(scratch.flat, 0, index, grad.reshape({-1}));
-  }
+  if (!out.overlaps_itself()) region(scratch, out).copy_(grad);
+  else add_overlapping(scratch, out, grad);
   return region(scratch, in);
 }
 
@@ -105,8 +108,17 @@ tensor_list CopySlices::apply(tensor_list&& grads) {
     AllEdgesNeededGuard all_needed;
     fn_results = fn_->apply(std::move(fn_grads));
   }
-  if (self_edge_ < fn_results.size() && fn_results[self_edge_].defined()) slice.copy_(fn_results[self_edge_]);
-  else slice.zero_();
+  const bool has_self_grad = self_edge_ < fn_results.size() && fn_results[self_edge_].defined();
+  if (!view_.overlaps_itself()) {
+    if (has_self_grad) slice.copy_(fn_results[self_edge_]);
+    else slice.zero_();
+  } else {
+    // Several elements of the view are one location of the base (fill_ on an expanded view,
+    // Note [Idempotent in-place ops]): the location's old value fed each of them, so its
+    // gradient is the sum of theirs, as in as_strided_backward.
+    slice.zero_();
+    if (has_self_grad) add_overlapping(scratch, view_, fn_results[self_edge_]);
+  }
   tensor_list outputs;
   outputs.reserve(next_edges_.size());
   // The base's region changed after `result` was taken: a fresh view carries the new history.

@@ -12,10 +12,11 @@
 namespace strata {
 namespace cuda::detail {
 
-void fill_kernel(const Tensor& dst, const Scalar& value, const char* op) {
-  visit_dtype(dst.dtype(), [&]<class T>() {
+// Each memory location once, as on the CPU (Note [Idempotent in-place ops] in ops/structured.h).
+void fill_kernel(const Tensor& target, const Scalar& value, const char* op) {
+  visit_dtype(target.dtype(), [&]<class T>() {
     const auto fill = strata::detail::checked_scalar<T>(value, op);
-    launch_elementwise<T>(op, FillOp<compute_type_t<T>>{fill}, dst);
+    launch_elementwise<T>(op, FillOp<compute_type_t<T>>{fill}, strata::detail::distinct_locations(target));
   });
 }
 
@@ -126,8 +127,10 @@ STRATA_LIBRARY_IMPL(strata, CUDA, m) {
   m.impl("relu_",
          structured_in_place<&shapes::relu_in_place, &unary_out_cuda<ReluOp, no_bool>, "relu_", &copy_kernel>());
   m.impl("clamp_", structured_in_place<&shapes::clamp_in_place, &clamp_out_cuda, "clamp_", &copy_kernel>());
-  m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cuda, "zero_", &copy_kernel>());
-  m.impl("fill_.Scalar", structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cuda, "fill_", &copy_kernel>());
+  constexpr auto allow = strata::detail::SelfOverlap::allow;  // Note [Idempotent in-place ops]
+  m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cuda, "zero_", &copy_kernel, allow>());
+  m.impl("fill_.Scalar",
+         structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cuda, "fill_", &copy_kernel, allow>());
   m.impl("neg.out", structured_out<&shapes::neg, &unary_out_cuda<NegOp, no_bool>, "neg.out", &copy_kernel>());
   m.impl("abs.out", structured_out<&shapes::abs, &unary_out_cuda<AbsOp, all>, "abs.out", &copy_kernel>());
   m.impl("sign.out", structured_out<&shapes::sign, &unary_out_cuda<SignOp, all>, "sign.out", &copy_kernel>());

@@ -2,8 +2,10 @@
 // elementwise.h. Broadcasting and type promotion live in tensor/shape_checks.cpp.
 #include <strata/ops/elementwise.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 namespace strata::detail {
 
@@ -66,7 +68,19 @@ Tensor cast_to(const Tensor& t, ScalarType dtype) {
 
 Tensor as_contiguous(const Tensor& t) { return t.is_contiguous() ? t : cast_to(t, t.dtype()); }
 
-void fill_kernel(const Tensor& dst, const Scalar& value, const char* op) {
+Tensor distinct_locations(const Tensor& t) {
+  const IntArrayRef sizes = t.sizes(), strides = t.strides();
+  bool repeats = false;
+  for (size_t d = 0; d < sizes.size(); ++d) repeats = repeats || (sizes[d] > 1 && strides[d] == 0);
+  if (!repeats) return t;
+  std::vector<int64_t> distinct(sizes.begin(), sizes.end());
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (strides[d] == 0) distinct[d] = std::min<int64_t>(distinct[d], 1);
+  return make_alias(t, distinct, strides, t.storage_offset());
+}
+
+void fill_kernel(const Tensor& target, const Scalar& value, const char* op) {
+  const Tensor dst = distinct_locations(target);
   visit_dtype(dst.dtype(), [&]<class T>() {
     const T fill = static_cast<T>(checked_scalar<T>(value, op));
     const int64_t n = dst.numel();

@@ -28,8 +28,13 @@ void copy_kernel(const Tensor& dst, const Tensor& src);
 Tensor cast_to(const Tensor& t, ScalarType dtype);
 // t itself when contiguous, else a contiguous copy.
 Tensor as_contiguous(const Tensor& t);
-// Sets every element of dst to value (checked conversion; errors name `op`).
+// Sets every element of dst to value (checked conversion; errors name `op`). dst may refer to
+// one memory location from several elements (Note [Idempotent in-place ops] in structured.h):
+// each location is written once.
 void fill_kernel(const Tensor& dst, const Scalar& value, const char* op);
+// t without its repeats: dims of stride 0 (expanded) cut to size 1, so that every memory
+// location t reaches is reached once. An alias of t (no dispatch); t itself when it has none.
+Tensor distinct_locations(const Tensor& t);
 // The single element of a one-element CPU tensor.
 Scalar read_scalar(const Tensor& t);
 

@@ -32,13 +32,13 @@ bool has_derived_meta(const std::string& qualified_name) {
   return kernels.names.count(qualified_name) != 0;
 }
 
-void check_in_place_result(const char* op, const Tensor& self, const TensorMeta& meta) {
+void check_in_place_result(const char* op, const Tensor& self, const TensorMeta& meta, SelfOverlap overlap) {
   STRATA_CHECK_VALUE(meta.sizes.ref() == self.sizes(), "[", op, "] output with shape ", self.sizes(),
                      " doesn't match the broadcast shape ", meta.sizes.ref());
   STRATA_CHECK(meta.device == self.device(), "[", op, "] expected all tensors on the same device, got ", self.device(),
                " and ", meta.device);
   check_can_cast(op, meta.dtype, self.dtype());
-  check_no_internal_overlap(op, self);
+  if (overlap == SelfOverlap::refuse) check_no_internal_overlap(op, self);
 }
 
 // Note [Resizing out=]

@@ -71,8 +71,18 @@ void check_input_overlap(const char* op, const Tensor& written, const Arg& arg) 
   }
 }
 
-// self must hold the result as it is: same sizes and device, a dtype the result casts to.
-void check_in_place_result(const char* op, const Tensor& self, const TensorMeta& meta);
+// Note [Idempotent in-place ops]
+// fill_ and zero_ write one value to every element, so, as in PyTorch, their self may refer
+// to one memory location from several elements (an expanded tensor): however often a location
+// is written, it ends up holding the value, and their kernels write each location once
+// (distinct_locations in elementwise.h). Every other in-place op refuses such a self, since
+// the result would depend on the order of the writes.
+enum class SelfOverlap { refuse, allow };
+
+// self must hold the result as it is: same sizes and device, a dtype the result casts to, and
+// (unless allowed) no two elements at one memory location.
+void check_in_place_result(const char* op, const Tensor& self, const TensorMeta& meta,
+                           SelfOverlap overlap = SelfOverlap::refuse);
 // out gets the result's sizes (resized when it has no elements), on the result's device, in a
 // dtype the result casts to. See Note [Resizing out=].
 void prepare_out(const char* op, const Tensor& out, const TensorMeta& meta);
@@ -119,17 +129,17 @@ struct Structured<Shape, Compute, R (*)(Args...)> {
 
 // The in-place and out= kernels are function templates picked by the shape function's type
 // (nvcc's front end does not match partial specialisations on the OpName parameter).
-template <auto Shape, auto Compute, OpName Name, auto Copy, class... Rest>
+template <auto Shape, auto Compute, OpName Name, auto Copy, SelfOverlap Overlap, class... Rest>
 Tensor structured_in_place_kernel(const Tensor& self, Rest... rest) {
   const TensorMeta meta = Shape(self, rest...);
-  check_in_place_result(Name.c_str(), self, meta);
+  check_in_place_result(Name.c_str(), self, meta, Overlap);
   (check_input_overlap(Name.c_str(), self, rest), ...);
   if constexpr (!std::is_null_pointer_v<decltype(Compute)>) compute_into<Compute, Copy>(self, meta, self, rest...);
   return self;
 }
-template <auto Shape, auto Compute, OpName Name, auto Copy, class... Rest>
+template <auto Shape, auto Compute, OpName Name, auto Copy, SelfOverlap Overlap, class... Rest>
 constexpr auto in_place_kernel_for(TensorMeta (*)(const Tensor&, Rest...)) {
-  return &structured_in_place_kernel<Shape, Compute, Name, Copy, Rest...>;
+  return &structured_in_place_kernel<Shape, Compute, Name, Copy, Overlap, Rest...>;
 }
 
 template <auto Shape, auto Compute, OpName Name, auto Copy, class... Args>
@@ -152,9 +162,9 @@ template <auto Shape, auto Compute>
 constexpr auto structured() {
   return &Structured<Shape, Compute>::functional;
 }
-template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
+template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel, SelfOverlap Overlap = SelfOverlap::refuse>
 constexpr auto structured_in_place() {
-  return in_place_kernel_for<Shape, Compute, Name, Copy>(Shape);
+  return in_place_kernel_for<Shape, Compute, Name, Copy, Overlap>(Shape);
 }
 template <auto Shape, auto Compute, OpName Name, auto Copy = &copy_kernel>
 constexpr auto structured_out() {
@@ -240,10 +250,10 @@ void def_structured(Library& m, std::string_view schema,
                     std::source_location where = std::source_location::current()) {
   def_with_derived_meta(m, schema, structured<Shape, nullptr>(), where);
 }
-template <auto Shape, OpName Name>
+template <auto Shape, OpName Name, SelfOverlap Overlap = SelfOverlap::refuse>
 void def_structured_in_place(Library& m, std::string_view schema,
                              std::source_location where = std::source_location::current()) {
-  def_with_derived_meta(m, schema, structured_in_place<Shape, nullptr, Name, nullptr>(), where);
+  def_with_derived_meta(m, schema, structured_in_place<Shape, nullptr, Name, nullptr, Overlap>(), where);
 }
 // Also registers the Autograd kernel of Note [Out variants and autograd].
 template <auto Shape, OpName Name>

@@ -407,8 +407,10 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   def_structured_in_place<&shapes::relu_in_place, "relu_">(m, "relu_(Tensor(a!) self) -> Tensor(a!)");
   def_structured_in_place<&shapes::clamp_in_place, "clamp_">(
       m, "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
-  def_structured_in_place<&shapes::zero_in_place, "zero_">(m, "zero_(Tensor(a!) self) -> Tensor(a!)");
-  def_structured_in_place<&shapes::fill_scalar_in_place, "fill_">(
+  // Note [Idempotent in-place ops] in structured.h: self may be expanded.
+  def_structured_in_place<&shapes::zero_in_place, "zero_", detail::SelfOverlap::allow>(
+      m, "zero_(Tensor(a!) self) -> Tensor(a!)");
+  def_structured_in_place<&shapes::fill_scalar_in_place, "fill_", detail::SelfOverlap::allow>(
       m, "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
   def_structured_out<&shapes::neg, "neg.out">(m, "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   def_structured_out<&shapes::abs, "abs.out">(m, "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
@@ -450,8 +452,10 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("clamp", structured<&shapes::clamp, &clamp_out_cpu>());
   m.impl("relu_", structured_in_place<&shapes::relu_in_place, &unary_out_cpu<ReluOp>, "relu_">());
   m.impl("clamp_", structured_in_place<&shapes::clamp_in_place, &clamp_out_cpu, "clamp_">());
-  m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cpu, "zero_">());
-  m.impl("fill_.Scalar", structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cpu, "fill_">());
+  constexpr auto allow = detail::SelfOverlap::allow;
+  m.impl("zero_", structured_in_place<&shapes::zero_in_place, &zero_out_cpu, "zero_", &detail::copy_kernel, allow>());
+  m.impl("fill_.Scalar",
+         structured_in_place<&shapes::fill_scalar_in_place, &fill_out_cpu, "fill_", &detail::copy_kernel, allow>());
   m.impl("neg.out", structured_out<&shapes::neg, &unary_out_cpu<NegOp>, "neg.out">());
   m.impl("abs.out", structured_out<&shapes::abs, &unary_out_cpu<AbsOp>, "abs.out">());
   m.impl("sign.out", structured_out<&shapes::sign, &unary_out_cpu<SignOp>, "sign.out">());

@@ -81,6 +81,23 @@ TEST_CASE("view: copy_ overwrites the region, so the base's old values get no gr
   CHECK(y.grad().item<double>() == 100.0);
 }
 
+TEST_CASE("view: fill_ and zero_ on an expanded view of a non-leaf cut the filled locations off") {
+  // Note [Idempotent in-place ops]: several elements of the view are one location of the base.
+  Tensor x = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor base = x * 3;
+  base.unsqueeze(0).expand({4, 3}).slice(1, 0, 2).fill_(7.0);
+  CHECK(equal(base.detach(), f64({7.0, 7.0, 9.0})));
+  (base * f64({10.0, 100.0, 1000.0})).sum().backward();
+  CHECK(allclose(x.grad(), f64({0.0, 0.0, 3000.0})));
+
+  Tensor y = f64({1.0, 2.0}).requires_grad_();
+  Tensor other = y * y;
+  Tensor expanded = other.unsqueeze(1).expand({2, 5});
+  expanded.select(0, 1).zero_();  // one location, five elements
+  other.sum().backward();
+  CHECK(allclose(y.grad(), f64({2.0, 0.0})));
+}
+
 TEST_CASE("view: the view itself carries the new history") {
   Tensor w = full({}, 2.0, kFloat64).requires_grad_();
   Tensor base = zeros({2, 2}, kFloat64);

@@ -396,8 +396,27 @@ TEST_CASE("unary: scalar arguments are checked on Meta as on the CPU") {
   expect_error<ValueError>([] { clamp_(ones({2}, kFloat16), 70000); }, "[clamp_] value 70000 cannot be converted");
 }
 
-TEST_CASE("in-place: fill_ and zero_ refuse a self whose elements share memory") {
-  // Note [Structured ops]: every in-place op checks its self for internal overlap.
-  expect_error<Error>([] { fill_(zeros({1}).expand({3}), 1); }, "[fill_] unsupported operation");
-  expect_error<Error>([] { zero_(ones({1}).expand({3})); }, "[zero_] unsupported operation");
+TEST_CASE("in-place: fill_ and zero_ take a self whose elements share memory; other in-place ops refuse it") {
+  // Note [Idempotent in-place ops], as in PyTorch: every location ends up holding the value.
+  const Tensor base = tensor({1.0f, 2.0f, 3.0f, 4.0f});
+  const Tensor expanded = base.unsqueeze(0).expand({3, 4});
+  const uint32_t version = base.version();
+  fill_(expanded.slice(1, 1, 3), 7);  // expanded and strided
+  CHECK(equal(base, tensor({1.0f, 7.0f, 7.0f, 4.0f})));
+  CHECK(base.version() == version + 1);  // one write seen through every view
+  zero_(expanded);
+  CHECK(equal(base, zeros({4})));
+  const Tensor scalar = zeros({}, kInt64);
+  fill_(scalar.expand({2, 3, 4}), 5);
+  CHECK(scalar.item<int64_t>() == 5);
+  const Tensor large = zeros({1, 100000});  // threaded when not expanded
+  fill_(large.expand({8, 100000}), 2.5);
+  CHECK(large.sum().item<double>() == 250000.0);
+  fill_(empty({1}, kMeta).expand({5}), 1);  // Meta agrees
+  zero_(empty({1}, kMeta).expand({5}));
+  // The value is still checked, and ops whose result depends on the order of writes refuse.
+  expect_error<ValueError>([] { fill_(zeros({1}, kInt8).expand({3}), 300); }, "[fill_] value 300 cannot be converted");
+  expect_error<Error>([] { relu_(zeros({1}).expand({3})); }, "[relu_] unsupported operation");
+  expect_error<Error>([] { clamp_(zeros({1}).expand({3}), 0, 1); }, "[clamp_] unsupported operation");
+  expect_error<Error>([] { (void)zeros({1}).expand({3}).add_(1); }, "[add_] unsupported operation");
 }
