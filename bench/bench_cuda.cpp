@@ -91,17 +91,20 @@ void BM_add_large_strata(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kLargeAdd * 12);
 }
 
-// A device-to-device copy of 1.5x the floats moves the same bytes as the add (read 2, write 1).
-void BM_add_large_copy_reference(benchmark::State& state) {
-  const int64_t count = kLargeAdd * 3 / 2;
+// The reference of the bandwidth rows: a device-to-device copy of `count` floats, counted as
+// `bytes` per iteration (what the measured op moves).
+void time_device_copy(benchmark::State& state, int64_t count, int64_t bytes) {
   const auto options = TensorOptions().device(kCUDA);
   const Tensor source = ones({count}, options), destination = empty({count}, options);
   time_on_gpu(state, [&] {
     check(cudaMemcpyAsync(destination.data_ptr(), source.data_ptr(), static_cast<size_t>(count) * 4,
                           cudaMemcpyDeviceToDevice, nullptr));
   });
-  state.SetBytesProcessed(state.iterations() * kLargeAdd * 12);
+  state.SetBytesProcessed(state.iterations() * bytes);
 }
+
+// A copy of 1.5x the floats moves the same bytes as the add (read 2, write 1).
+void BM_add_large_copy_reference(benchmark::State& state) { time_device_copy(state, kLargeAdd * 3 / 2, kLargeAdd * 12); }
 
 // A whole-tensor sum of 64M floats reads 256 MiB; split over the GPU's blocks (Note [Split
 // reductions] in cuda/reduce_plan.h) it should take about as long as a device-to-device copy
@@ -112,16 +115,7 @@ void BM_sum_large_strata(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kLargeAdd * 4);
 }
 
-void BM_sum_large_copy_reference(benchmark::State& state) {
-  const int64_t count = kLargeAdd / 2;
-  const auto options = TensorOptions().device(kCUDA);
-  const Tensor source = ones({count}, options), destination = empty({count}, options);
-  time_on_gpu(state, [&] {
-    check(cudaMemcpyAsync(destination.data_ptr(), source.data_ptr(), static_cast<size_t>(count) * 4,
-                          cudaMemcpyDeviceToDevice, nullptr));
-  });
-  state.SetBytesProcessed(state.iterations() * kLargeAdd * 4);
-}
+void BM_sum_large_copy_reference(benchmark::State& state) { time_device_copy(state, kLargeAdd / 2, kLargeAdd * 4); }
 
 // Host time per call: the GPU runs behind; every 256 calls a synchronize, not timed, keeps the
 // launch queue short (a full queue would make the host wait on the GPU).

@@ -2,7 +2,6 @@
 // elementwise.h. Broadcasting and type promotion live in tensor/shape_checks.cpp.
 #include <strata/ops/elementwise.h>
 
-#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -75,7 +74,7 @@ Tensor distinct_locations(const Tensor& t) {
   if (!repeats) return t;
   std::vector<int64_t> distinct(sizes.begin(), sizes.end());
   for (size_t d = 0; d < sizes.size(); ++d)
-    if (strides[d] == 0) distinct[d] = std::min<int64_t>(distinct[d], 1);
+    if (strides[d] == 0 && sizes[d] > 1) distinct[d] = 1;
   return make_alias(t, distinct, strides, t.storage_offset());
 }
 
