@@ -78,7 +78,7 @@ GradcheckResult gradcheck(std::function<tensor_list(const tensor_list&)> fn, ten
     // analytical[k][j]: d out[j] / d input k (flattened), one backward per output element.
     std::vector<std::vector<std::vector<double>>> analytical(differentiable.size());
     for (int64_t j = 0; j < out.numel(); ++j) {
-      Tensor seed = zeros_like(out);
+      Tensor seed = zeros_like(out, {}, MemoryFormat::Contiguous);  // viewed flat below
       {
         NoGradGuard no_grad;
         Tensor flat = seed.view({-1});

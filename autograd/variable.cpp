@@ -187,7 +187,8 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   if (!meta.grad_.defined()) {
     const bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1;
     if (is_grad_enabled()) meta.grad_ = grad.clone();
-    else meta.grad_ = exclusive && grad.is_contiguous() ? grad.detach() : grad.detach().clone();
+    else
+      meta.grad_ = exclusive && grad.is_contiguous() ? grad.detach() : grad.detach().clone(MemoryFormat::Contiguous);
   } else if (is_grad_enabled()) {
     meta.grad_ = meta.grad_ + grad;  // create_graph: keep the sum differentiable
   } else if (!accumulate_small_float(meta.grad_, grad)) {

@@ -80,7 +80,8 @@ using cuda::detail::launch_indexed;
 
 // CUDA compute (Note [Structured ops]): each fills the fresh contiguous tensor the shape
 // function in ops/shapes/creation.h describes. All-zero bytes are zero in every dtype.
-void zeros_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
+void zeros_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>,
+                    std::optional<Device>, std::optional<bool>) {
   if (out.numel() == 0) return;
   const int device = out.device().index();
   cuda::detail::DeviceScope scope(device);
@@ -89,17 +90,19 @@ void zeros_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, s
                            "zeros");
 }
 
-void ones_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
+void ones_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>,
+                   std::optional<Device>, std::optional<bool>) {
   cuda::detail::fill_kernel(out, 1, "ones");
 }
 
 void full_out_cuda(const Tensor& out, IntArrayRef, const Scalar& value, std::optional<ScalarType>,
-                   std::optional<Device>) {
+                   std::optional<Layout>, std::optional<Device>, std::optional<bool>) {
   cuda::detail::fill_kernel(out, value, "full");
 }
 
 void arange_start_step_out_cuda(const Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step,
-                                std::optional<ScalarType>, std::optional<Device>) {
+                                std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>,
+                                std::optional<bool>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if (shapes::arange_is_integral(start, end, step)) {
       const cuda::detail::ArangeIntegralOp op{static_cast<uint64_t>(shapes::exact_integer(start)),
@@ -112,19 +115,21 @@ void arange_start_step_out_cuda(const Tensor& out, const Scalar& start, const Sc
 }
 
 void linspace_out_cuda(const Tensor& out, const Scalar& start, const Scalar& end, int64_t steps,
-                       std::optional<ScalarType>, std::optional<Device>) {
+                       std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) {
   const cuda::detail::LinspaceOp op = cuda::detail::linspace_op(start.to_double(), end.to_double(), steps);
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) launch_indexed<T>("linspace", op, out);
   });
 }
 
-void eye_m_out_cuda(const Tensor& out, int64_t, int64_t m, std::optional<ScalarType>, std::optional<Device>) {
+void eye_m_out_cuda(const Tensor& out, int64_t, int64_t m, std::optional<ScalarType>, std::optional<Layout>,
+                    std::optional<Device>, std::optional<bool>) {
   visit_dtype(out.dtype(), [&]<class T>() { launch_indexed<T>("eye", cuda::detail::EyeOp{m}, out); });
 }
 
 // Random values: Note [CUDA random numbers] in cuda/creation_ops.h.
-void rand_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
+void rand_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>,
+                   std::optional<Device>, std::optional<bool>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       constexpr int digits = cuda::detail::mantissa_digits<T>();
@@ -135,7 +140,8 @@ void rand_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, st
   });
 }
 
-void randn_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Device>) {
+void randn_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>,
+                    std::optional<Device>, std::optional<bool>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       constexpr int digits = cuda::detail::mantissa_digits<T>();
@@ -151,7 +157,7 @@ void randn_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, s
 }
 
 void randint_low_out_cuda(const Tensor& out, int64_t low, int64_t high, IntArrayRef, std::optional<ScalarType>,
-                          std::optional<Device>) {
+                          std::optional<Layout>, std::optional<Device>, std::optional<bool>) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   const auto [seed, offset] = cuda::detail::reserve_numbers(out, 2 * static_cast<uint64_t>(out.numel()));
   const cuda::detail::RandintOp op{seed, offset, low, range};
@@ -162,7 +168,8 @@ void randint_low_out_cuda(const Tensor& out, int64_t low, int64_t high, IntArray
 
 STRATA_LIBRARY_IMPL(strata, CUDA, m) {
   using detail::structured;
-  m.impl("empty", structured<&shapes::empty, nullptr>());
+  m.impl("empty.memory_format", structured<&shapes::empty, nullptr>());
+  m.impl("empty_strided", structured<&shapes::empty_strided, nullptr>());
   m.impl("zeros", structured<&shapes::zeros, &zeros_out_cuda>());
   m.impl("ones", structured<&shapes::ones, &ones_out_cuda>());
   m.impl("full", structured<&shapes::full, &full_out_cuda>());

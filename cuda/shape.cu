@@ -42,7 +42,9 @@ Tensor copy_cuda(const Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
-void clone_out_cuda(const Tensor& out, const Tensor& self) { cuda::detail::copy_kernel(out, self); }
+void clone_out_cuda(const Tensor& out, const Tensor& self, std::optional<MemoryFormat>) {
+  cuda::detail::copy_kernel(out, self);
+}
 
 void cat_out_cuda(const Tensor& out, const tensor_list& tensors, int64_t dim) {
   if (out.numel() == 0) return;

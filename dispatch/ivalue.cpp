@@ -68,6 +68,18 @@ Device IValue::to_device() const {
   if (!is_device()) throw_kind("Device");
   return std::get<Device>(value_);
 }
+Layout IValue::to_layout() const {
+  if (!is_int()) throw_kind("Layout");
+  const int64_t value = std::get<int64_t>(value_);
+  STRATA_CHECK_VALUE(value >= 0 && value < kNumLayouts, "expected a Layout, got ", value);
+  return static_cast<Layout>(value);
+}
+MemoryFormat IValue::to_memory_format() const {
+  if (!is_int()) throw_kind("MemoryFormat");
+  const int64_t value = std::get<int64_t>(value_);
+  STRATA_CHECK_VALUE(value >= 0 && value < kNumMemoryFormats, "expected a MemoryFormat, got ", value);
+  return static_cast<MemoryFormat>(value);
+}
 const tensor_list& IValue::to_tensor_list() const {
   if (!is_tensor_list()) throw_kind("Tensor[]");
   return std::get<tensor_list>(value_);

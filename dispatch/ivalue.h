@@ -43,6 +43,9 @@ class IValue {
   IValue(ScalarType value) : value_(value) {}                       // NOLINT
   IValue(Device value) : value_(value) {}                           // NOLINT
   IValue(DeviceType value) : value_(Device(value)) {}               // NOLINT
+  // Layout and MemoryFormat box as ints, with PyTorch's numbering (kStrided is 0).
+  IValue(Layout value) : value_(static_cast<int64_t>(value)) {}       // NOLINT
+  IValue(MemoryFormat value) : value_(static_cast<int64_t>(value)) {} // NOLINT
   IValue(tensor_list value) : value_(std::move(value)) {}           // NOLINT
   IValue(std::vector<int64_t> value) : value_(std::move(value)) {}  // NOLINT
   IValue(IntArrayRef value) : value_(value.vec()) {}                // NOLINT
@@ -96,6 +99,8 @@ class IValue {
   Scalar to_scalar() const;
   ScalarType to_scalar_type() const;
   Device to_device() const;
+  Layout to_layout() const;              // an int naming a Layout; ValueError when out of range
+  MemoryFormat to_memory_format() const;  // an int naming a MemoryFormat; likewise
   const tensor_list& to_tensor_list() const;
   const std::vector<int64_t>& to_int_list() const;
   const std::vector<double>& to_double_list() const;

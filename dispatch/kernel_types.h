@@ -23,6 +23,7 @@ namespace strata::detail {
 //   str -> std::string_view         int[] -> IntArrayRef         float[] -> ArrayRef<double>
 //   bool[] -> const std::vector<bool>& (std::vector<bool> has no contiguous bools to view)
 //   Scalar -> const Scalar&         ScalarType -> ScalarType     Device -> Device
+//   Layout -> Layout                MemoryFormat -> MemoryFormat (both box as ints)
 //   T? -> std::optional<canonical T> (const& when T's canonical type is)
 // A kernel may take a canonical type, its by-value form, or an owning form the thunk builds
 // from it: std::string / const std::string& for str, std::vector<int64_t> for int[],
@@ -31,7 +32,7 @@ namespace strata::detail {
 // Returns are values: str -> std::string, int[] -> std::vector<int64_t>, float[] ->
 // std::vector<double>, bool[] -> std::vector<bool>, T? -> std::optional<T>, several returns ->
 // std::tuple of those (any mix, e.g. std::tuple<Tensor, Tensor, int64_t>), none -> void.
-// Layout, MemoryFormat and Generator have no C++ type in strata.
+// Generator has no C++ type in strata.
 
 template <class T>
 struct ArgTraits {
@@ -65,6 +66,8 @@ template <> struct ArgTraits<std::vector<bool>> : BaseArgTraits<std::vector<bool
 template <> struct ArgTraits<Scalar> : BaseArgTraits<Scalar, true, BaseType::Scalar, false> {};
 template <> struct ArgTraits<ScalarType> : BaseArgTraits<ScalarType, false, BaseType::ScalarType, false> {};
 template <> struct ArgTraits<Device> : BaseArgTraits<Device, false, BaseType::Device, false> {};
+template <> struct ArgTraits<Layout> : BaseArgTraits<Layout, false, BaseType::Layout, false> {};
+template <> struct ArgTraits<MemoryFormat> : BaseArgTraits<MemoryFormat, false, BaseType::MemoryFormat, false> {};
 
 template <class T>
   requires(ArgTraits<T>::supported)
@@ -182,6 +185,8 @@ decltype(auto) from_ivalue(const IValue& value) {
   else if constexpr (std::is_same_v<D, Scalar>) return value.to_scalar();
   else if constexpr (std::is_same_v<D, ScalarType>) return value.to_scalar_type();
   else if constexpr (std::is_same_v<D, Device>) return value.to_device();
+  else if constexpr (std::is_same_v<D, Layout>) return value.to_layout();
+  else if constexpr (std::is_same_v<D, MemoryFormat>) return value.to_memory_format();
   else {  // std::optional<X>
     using Inner = typename D::value_type;
     if (value.is_none()) return D();

@@ -19,8 +19,13 @@
 
 namespace strata {
 
-// Creation. With no dtype given, tensor/full/arange infer it from the values.
-Tensor empty(IntArrayRef sizes, TensorOptions options = {});
+// Creation. With no dtype given, tensor/full/arange infer it from the values. As in LibTorch,
+// every factory reads the options' layout (only kStrided) and pinned_memory (CPU tensors in
+// page-locked memory, with the CUDA backend); empty also reads memory_format.
+// memory_format: given here or in the options (not both); Contiguous when neither sets it.
+Tensor empty(IntArrayRef sizes, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+// Uninitialised, with the given strides (non-negative, one per size).
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
 Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
 Tensor ones(IntArrayRef sizes, TensorOptions options = {});
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options = {});
@@ -36,12 +41,20 @@ Tensor eye(int64_t n, int64_t m, TensorOptions options = {});
 // Integers uniform in [0, high) or [low, high), int64 unless a dtype is given.
 Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options = {});
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options = {});
-Tensor empty_like(const Tensor& t, TensorOptions options = {});
-Tensor zeros_like(const Tensor& t, TensorOptions options = {});
-Tensor ones_like(const Tensor& t, TensorOptions options = {});
-Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions options = {});
-Tensor rand_like(const Tensor& t, TensorOptions options = {});
-Tensor randn_like(const Tensor& t, TensorOptions options = {});
+// The *_like functions: t's sizes; dtype and device from t unless the options set them. The
+// strides follow memory_format (given here or in the options, not both); unset means Preserve,
+// as in LibTorch: t's strides when they are dense (a transposed or channels-last t gives a
+// result laid out the same way), else the format t's strides suggest.
+Tensor empty_like(const Tensor& t, TensorOptions options = {},
+                  std::optional<MemoryFormat> memory_format = std::nullopt);
+Tensor zeros_like(const Tensor& t, TensorOptions options = {},
+                  std::optional<MemoryFormat> memory_format = std::nullopt);
+Tensor ones_like(const Tensor& t, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions options = {},
+                 std::optional<MemoryFormat> memory_format = std::nullopt);
+Tensor rand_like(const Tensor& t, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+Tensor randn_like(const Tensor& t, TensorOptions options = {},
+                  std::optional<MemoryFormat> memory_format = std::nullopt);
 
 // tensor(): copies values into a new tensor. With no dtype in the options, values written as
 // literals (a single value, initializer lists) take the literal rule: floating -> the default
@@ -346,10 +359,13 @@ Tensor reshape(const Tensor& self, IntArrayRef sizes);
 Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1);
 Tensor permute(const Tensor& self, IntArrayRef dims);
 Tensor expand(const Tensor& self, IntArrayRef sizes);
-Tensor contiguous(const Tensor& self);
-Tensor clone(const Tensor& self);
+// self when it already is in memory_format, else a copy in it (ChannelsLast: NHWC strides).
+Tensor contiguous(const Tensor& self, MemoryFormat memory_format = MemoryFormat::Contiguous);
+// A copy with memory_format's strides; unset (Preserve) keeps self's strides when they are dense.
+Tensor clone(const Tensor& self, std::optional<MemoryFormat> memory_format = std::nullopt);
 const Tensor& copy_(const Tensor& self, const Tensor& src, bool non_blocking = false);
-Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking = false, bool copy = false);
+Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking = false, bool copy = false,
+          std::optional<MemoryFormat> memory_format = std::nullopt);
 
 // More shape ops and views (ops/shape.cpp). Views share storage and the version counter.
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);

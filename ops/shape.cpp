@@ -15,6 +15,12 @@
 
 namespace strata {
 namespace {
+using ToCopySignature = Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>,
+                               std::optional<bool>, bool, std::optional<MemoryFormat>);
+const TypedOperatorHandle<ToCopySignature>& to_copy_op() {
+  static const auto op = find_op("strata::_to_copy").typed<ToCopySignature>();
+  return op;
+}
 
 // ---------------------------------------------------------------------------------------
 // Shape functions.
@@ -233,12 +239,15 @@ void cat_out_cpu(const Tensor& out, const tensor_list& tensors, int64_t dim) {
 Tensor reshape_composite(const Tensor& self, IntArrayRef shape) {
   const DimVector sizes = infer_size("reshape", shape, self.numel());
   if (view_strides(self.sizes(), self.strides(), sizes)) return view(self, sizes);
-  Tensor copy = view(clone(self), sizes);
+  Tensor copy = view(clone(self, MemoryFormat::Contiguous), sizes);
   copy.impl()->set_view_base({});  // a copy is nobody's view (PyTorch's _unsafe_view)
   return copy;
 }
 
-Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
+Tensor contiguous_composite(const Tensor& self, MemoryFormat memory_format) {
+  detail::check_memory_format(memory_format, self.dim(), "contiguous");
+  return detail::is_contiguous_as(self.sizes(), self.strides(), memory_format) ? self : clone(self, memory_format);
+}
 
 // A 0-d tensor flattens to shape [1]; start_dim == end_dim returns self, as in PyTorch.
 Tensor flatten_composite(const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -298,7 +307,9 @@ Tensor stack_composite(const tensor_list& tensors, int64_t dim) {
 // ---------------------------------------------------------------------------------------
 // Copies.
 
-void clone_out_cpu(const Tensor& out, const Tensor& self) { detail::copy_kernel(out, self); }
+void clone_out_cpu(const Tensor& out, const Tensor& self, std::optional<MemoryFormat>) {
+  detail::copy_kernel(out, self);
+}
 
 // Reached with a CPU self or src (CPU outranks Meta): a Meta self only checks. A src on
 // another device (reached when a backend leaves copy_ to the CPU kernel) takes the one
@@ -312,9 +323,11 @@ Tensor copy_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
-Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
-                   bool non_blocking) {
-  Tensor out = detail::empty_from_meta(shapes::to_copy(self, dtype, device, non_blocking));
+Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                   std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking,
+                   std::optional<MemoryFormat> memory_format) {
+  Tensor out =
+      detail::empty_from_meta(shapes::to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format));
   if (out.is_meta()) return out;
   if (out.device() != self.device()) detail::copy_across_devices(out, self, non_blocking);
   else detail::copy_kernel(out, self);
@@ -322,9 +335,11 @@ Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::opt
 }
 // Serves every backend without a _to_copy kernel of its own (and a CUDA target with no backend
 // loaded, which then gets a clear error): allocate on the target, then the target's copy_.
-Tensor to_copy_composite(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
-                         bool non_blocking) {
-  Tensor out = detail::empty_from_meta(shapes::to_copy(self, dtype, device, non_blocking));
+Tensor to_copy_composite(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                         std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking,
+                         std::optional<MemoryFormat> memory_format) {
+  Tensor out =
+      detail::empty_from_meta(shapes::to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format));
   if (out.is_meta()) return out;
   static const auto copy_op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
   copy_op.call(out, self, non_blocking);
@@ -340,11 +355,15 @@ Tensor to_copy_composite(const Tensor& self, std::optional<ScalarType> dtype, st
 // copy_bytes; broadcasting, strides and dtype conversion happen once, on one side, by that
 // side's own same-device copy (the CPU copy_kernel, or a dispatched copy_/contiguous on the
 // device, which the backend provides anyway):
-// - device to CPU: src is made contiguous on its device; its bytes land in dst when dst is
-//   dense with src's dtype and shape, else in a CPU buffer that copy_kernel converts into dst.
-// - CPU to device, device to device: src is converted on its own side into a dense tensor of
-//   dst's dtype and shape (unless it is one); its bytes land in dst when dst is contiguous,
-//   else in a dense temporary on dst's device that dst then copies from.
+// - the same dtype, sizes and strides on both sides, dense in some order of dims (contiguous,
+//   transposed, channels last: what to() makes by default, Note [Strides of copies]): the
+//   bytes of the one block move as they are.
+// - device to CPU otherwise: src is made contiguous on its device; its bytes land in dst when
+//   dst is contiguous with src's dtype and shape, else in a CPU buffer that copy_kernel
+//   converts into dst.
+// - CPU to device, device to device otherwise: src is converted on its own side into a
+//   contiguous tensor of dst's dtype and shape (unless it is one); its bytes land in dst when
+//   dst is contiguous, else in a contiguous temporary on dst's device that dst then copies from.
 // non_blocking is passed on only when no CPU buffer of ours takes part: such a buffer is freed
 // (or read) as soon as this returns, so its copy must be finished by then.
 namespace detail {
@@ -353,7 +372,17 @@ bool is_dense_like(const Tensor& candidate, const Tensor& target) {
   return candidate.dtype() == target.dtype() && candidate.sizes() == target.sizes() && candidate.is_contiguous();
 }
 
-// dst and src: contiguous, same dtype and sizes, on different devices.
+// Whether a and b hold their elements in one dense block each, laid out alike: the same dtype,
+// sizes and strides (those of size-1 dims aside), without gaps or shared locations.
+bool same_dense_block(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (a.sizes()[d] != 1 && a.strides()[d] != b.strides()[d]) return false;
+  return a.is_non_overlapping_and_dense();
+}
+
+// dst and src: one dense block each, laid out alike (same_dense_block), on different devices.
 void move_bytes(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Device device = dst.is_cpu() ? src.device() : dst.device();
   const DeviceHooks& hooks = require_device_hooks(device.type(), "copy_");
@@ -391,7 +420,10 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
   STRATA_INTERNAL_ASSERT(dst.device() != src.device(), "copy_across_devices called for one device, ", dst.device());
   STRATA_CHECK(dst.is_cpu() || src.is_cpu() || dst.device().type() == src.device().type(),
                "[copy_] cannot copy from ", src.device(), " to ", dst.device(), " directly; copy through the CPU");
-  if (dst.is_cpu()) copy_device_to_cpu(dst, src, non_blocking);
+  if (same_dense_block(dst, src))
+    move_bytes(dst, src, non_blocking);
+  else if (dst.is_cpu())
+    copy_device_to_cpu(dst, src, non_blocking);
   else copy_to_device(dst, src, non_blocking);
 }
 }  // namespace detail
@@ -413,11 +445,14 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   def_structured<&shapes::cat>(m, "cat(Tensor[] tensors, int dim=0) -> Tensor");
   def_structured_out<&shapes::cat, "cat.out">(m, "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", &stack_composite);
-  m.def("contiguous(Tensor(a) self) -> Tensor(a)", &contiguous_composite);
-  def_structured<&shapes::clone>(m, "clone(Tensor self) -> Tensor");
+  m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+        &contiguous_composite);
+  def_structured<&shapes::clone>(m, "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor");
   def_structured_in_place<&shapes::copy_, "copy_">(m, "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
-  def_structured<&shapes::to_copy>(
-      m, "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor");
+  def_structured<&shapes::to_copy>(m,
+                                   "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, "
+                                   "Device? device=None, bool? pin_memory=None, bool non_blocking=False, "
+                                   "MemoryFormat? memory_format=None) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
@@ -501,9 +536,11 @@ struct ExpandFunction : autograd::Function<ExpandFunction> {
 
 struct CloneFunction : autograd::Function<CloneFunction> {
   static constexpr std::string_view name() { return "CloneBackward"; }
-  static Tensor forward(AutogradContext*, const Tensor& self) { return clone(self); }
+  static Tensor forward(AutogradContext*, const Tensor& self, std::optional<MemoryFormat> memory_format) {
+    return clone(self, memory_format);
+  }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
-    return autograd::detail::gradients_in(std::move(grads), grads[0]);
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor());
   }
 };
 
@@ -527,13 +564,13 @@ struct CopyFunction : autograd::Function<CopyFunction> {
 struct ToCopyFunction : autograd::Function<ToCopyFunction> {
   static constexpr std::string_view name() { return "ToCopyBackward"; }
   static Tensor forward(AutogradContext* /*ctx*/, const Tensor& self, std::optional<ScalarType> dtype,
-                        std::optional<Device> device, bool non_blocking) {
-    static const auto op = find_op("strata::_to_copy")
-                               .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
-    return op.call(self, dtype, device, non_blocking);
+                        std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory,
+                        bool non_blocking, std::optional<MemoryFormat> memory_format) {
+    return to_copy_op().call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
-    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor(), Tensor());
+    return autograd::detail::gradients_in(std::move(grads), grads[0], Tensor(), Tensor(), Tensor(), Tensor(), Tensor(),
+                                          Tensor());
   }
 };
 
@@ -711,15 +748,16 @@ Tensor stack(const tensor_list& tensors, int64_t dim) {
   return op.call(tensors, dim);
 }
 
-// Like Tensor::contiguous in PyTorch: a contiguous tensor returns itself without dispatching.
-Tensor contiguous(const Tensor& self) {
-  if (self.is_contiguous()) return self;
-  static const auto op = find_op("strata::contiguous").typed<Tensor(const Tensor&)>();
-  return op.call(self);
+// Like Tensor::contiguous in PyTorch: a tensor already in the format returns itself without
+// dispatching.
+Tensor contiguous(const Tensor& self, MemoryFormat memory_format) {
+  if (memory_format == MemoryFormat::Contiguous && self.is_contiguous()) return self;
+  static const auto op = find_op("strata::contiguous").typed<Tensor(const Tensor&, MemoryFormat)>();
+  return op.call(self, memory_format);
 }
-Tensor clone(const Tensor& self) {
-  static const auto op = find_op("strata::clone").typed<Tensor(const Tensor&)>();
-  return op.call(self);
+Tensor clone(const Tensor& self, std::optional<MemoryFormat> memory_format) {
+  static const auto op = find_op("strata::clone").typed<Tensor(const Tensor&, std::optional<MemoryFormat>)>();
+  return op.call(self, memory_format);
 }
 const Tensor& copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   static const auto op = find_op("strata::copy_").typed<Tensor(const Tensor&, const Tensor&, bool)>();
@@ -727,21 +765,26 @@ const Tensor& copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
-// Returns self when neither dtype nor device changes and no copy is asked for.
-Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking, bool copy) {
+// Returns self when nothing changes (dtype, device, pinning, and the strides when a memory
+// format is named) and no copy is asked for, as LibTorch's to() does.
+Tensor to(const Tensor& self, const TensorOptions& options, bool non_blocking, bool copy,
+          std::optional<MemoryFormat> memory_format) {
+  STRATA_CHECK(!options.requires_grad(),
+               "[to] to(options) doesn't support converting to a different requires_grad; "
+               "call requires_grad_() on the result");
+  STRATA_CHECK_VALUE(!(options.has_memory_format() && memory_format),
+                     "[to] memory_format is set both in the options and as an argument");
   const std::optional<ScalarType> dtype = options.dtype_opt();
   const std::optional<Device> device = options.device_opt();
+  const std::optional<MemoryFormat> format = memory_format ? memory_format : options.memory_format_opt();
+  detail::check_strided(options.layout(), "to");
   const bool same_dtype = !dtype || *dtype == self.dtype();
   const bool same_device = !device || *device == self.device();
-  STRATA_CHECK(!options.requires_grad(), "[to] to(options) doesn't support converting to a different requires_grad; "
-               "call requires_grad_() on the result");
-  Tensor result = self;
-  if (!same_dtype || !same_device || copy) {
-    static const auto op = find_op("strata::_to_copy")
-                               .typed<Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>, bool)>();
-    result = op.call(self, dtype, device, non_blocking);
-  }
-  return result;
+  const bool same_pinning = !options.pinned_memory() || self.is_pinned();
+  const bool same_format = !format || *format == MemoryFormat::Preserve || self.is_contiguous(*format);
+  if (same_dtype && same_device && same_pinning && same_format && !copy) return self;
+  return to_copy_op().call(self, dtype, options.layout_opt(), device, options.pinned_memory_opt(), non_blocking,
+                           format);
 }
 
 }  // namespace strata

@@ -2,21 +2,26 @@
 // which dispatches through its cached operator handle.
 #include <strata/ops/ops.h>
 #include <strata/tensor/device_hooks.h>
+#include <strata/tensor/tensor_meta.h>
 #include <strata/tensor/stream.h>
 
 namespace strata {
 
-Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
-  return strata::to(*this, options, non_blocking, copy);
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy,
+                  std::optional<MemoryFormat> memory_format) const {
+  return strata::to(*this, options, non_blocking, copy, memory_format);
 }
-Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy) const {
-  return strata::to(*this, TensorOptions().dtype(other.dtype()).device(other.device()), non_blocking, copy);
+Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
+  return strata::to(*this, TensorOptions().dtype(other.dtype()).device(other.device()), non_blocking, copy,
+                    memory_format);
 }
-Tensor Tensor::to(Device device, ScalarType dtype, bool non_blocking, bool copy) const {
-  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy);
+Tensor Tensor::to(Device device, ScalarType dtype, bool non_blocking, bool copy,
+                  std::optional<MemoryFormat> memory_format) const {
+  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy, memory_format);
 }
-Tensor Tensor::to(DeviceType device, ScalarType dtype, bool non_blocking, bool copy) const {
-  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy);
+Tensor Tensor::to(DeviceType device, ScalarType dtype, bool non_blocking, bool copy,
+                  std::optional<MemoryFormat> memory_format) const {
+  return strata::to(*this, TensorOptions().dtype(dtype).device(device), non_blocking, copy, memory_format);
 }
 Tensor Tensor::cpu() const { return strata::to(*this, TensorOptions(Device(kCPU))); }
 // The current CUDA device, as in LibTorch; without a backend, cuda:0 (whose copy then says
@@ -25,13 +30,7 @@ Tensor Tensor::cuda() const { return strata::to(*this, TensorOptions(kCUDA)); }
 Tensor Tensor::pin_memory() const {
   STRATA_CHECK_VALUE(is_cpu(), "[pin_memory] expected a CPU tensor, got one on ", device());
   if (is_pinned()) return *this;
-  const DeviceHooks& hooks = detail::require_device_hooks(kCUDA, "pin_memory");
-  detail::check_device_in_range(hooks, Device(kCUDA), "pin_memory");
-  Allocator* host = hooks.host_allocator();
-  STRATA_CHECK(host != nullptr, "[pin_memory] the CUDA backend has no pinned host memory");
-  const size_t nbytes = static_cast<size_t>(numel() * strata::element_size(dtype()));
-  auto storage = make_intrusive<StorageImpl>(host->allocate(nbytes), nbytes);
-  Tensor pinned(make_intrusive<TensorImpl>(std::move(storage), dtype(), sizes()));
+  Tensor pinned = detail::empty_pinned(sizes(), dtype(), "pin_memory");
   pinned.copy_(*this);  // records CopyBackward when this tensor requires grad
   return pinned;
 }
@@ -48,8 +47,31 @@ void Tensor::record_stream(const Stream& stream) const {
   detail::require_device_hooks(kCUDA, "record_stream").record_stream(impl()->storage()->data(), stream);
 }
 
-Tensor Tensor::contiguous() const { return strata::contiguous(*this); }
-Tensor Tensor::clone() const { return strata::clone(*this); }
+Tensor Tensor::new_empty(IntArrayRef sizes, TensorOptions options) const {
+  return strata::empty(sizes, options.merged_with(this->options()));
+}
+Tensor Tensor::new_zeros(IntArrayRef sizes, TensorOptions options) const {
+  return strata::zeros(sizes, options.merged_with(this->options()));
+}
+Tensor Tensor::new_ones(IntArrayRef sizes, TensorOptions options) const {
+  return strata::ones(sizes, options.merged_with(this->options()));
+}
+Tensor Tensor::new_full(IntArrayRef sizes, const Scalar& fill_value, TensorOptions options) const {
+  return strata::full(sizes, fill_value, options.merged_with(this->options()));
+}
+Tensor Tensor::contiguous(MemoryFormat memory_format) const { return strata::contiguous(*this, memory_format); }
+Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const { return strata::clone(*this, memory_format); }
+bool Tensor::is_contiguous(MemoryFormat memory_format) const {
+  if (memory_format == MemoryFormat::Contiguous) return is_contiguous();
+  STRATA_CHECK_VALUE(memory_format != MemoryFormat::Preserve,
+                     "[is_contiguous] memory format Preserve is not a layout to test against");
+  // A channels-last format of another rank is simply not this tensor's layout (no error).
+  if (memory_format != MemoryFormat::ChannelsLast && memory_format != MemoryFormat::ChannelsLast3d)
+    detail::check_memory_format(memory_format, dim(), "is_contiguous");  // an out-of-range value
+  return detail::is_contiguous_as(sizes(), strides(), memory_format);
+}
+bool Tensor::is_non_overlapping_and_dense() const { return detail::is_non_overlapping_and_dense(sizes(), strides()); }
+MemoryFormat Tensor::suggest_memory_format() const { return detail::suggest_memory_format(sizes(), strides()); }
 const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   return strata::copy_(*this, src, non_blocking);
 }

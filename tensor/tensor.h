@@ -53,6 +53,14 @@ class Tensor {
   int64_t element_size() const { return strata::element_size(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
   bool is_contiguous() const { return checked_impl()->is_contiguous(); }
+  // Whether the strides lay the elements out densely in `memory_format`'s order of dims
+  // (ChannelsLast: NHWC). Preserve is not a layout and throws ValueError.
+  bool is_contiguous(MemoryFormat memory_format) const;
+  bool is_non_overlapping_and_dense() const;
+  // The memory format the strides follow: ChannelsLast(3d) for 4-d (5-d) tensors laid out
+  // channels last, else Contiguous (as in LibTorch).
+  MemoryFormat suggest_memory_format() const;
+  Layout layout() const { return kStrided; }
   bool is_cpu() const { return device().is_cpu(); }
   bool is_cuda() const { return device().is_cuda(); }
   bool is_meta() const { return device().is_meta(); }
@@ -79,7 +87,10 @@ class Tensor {
   // Conversions and copies.
   // As in LibTorch: non_blocking lets a copy between host and device return before it is done
   // (ordered on the current stream); copy forces a new tensor even when nothing changes.
-  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  // memory_format: the strides of a new tensor; unset (Preserve) keeps dense strides as they
+  // are, as in LibTorch. Nothing changes and no copy is made when the tensor already fits.
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
   Tensor cpu() const;
   Tensor cuda() const;  // to the current CUDA device
   // A copy of this CPU tensor in page-locked memory, which CUDA copies read and write
@@ -91,12 +102,23 @@ class Tensor {
   // reused for another tensor before that work finishes (for tensors made on one stream and
   // used on another). A no-op for CPU and Meta tensors.
   void record_stream(const Stream& stream) const;
-  Tensor contiguous() const;
-  Tensor clone() const;
-  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;  // other's dtype and device
-  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  // New tensors of `sizes` with this tensor's dtype and device unless `options` set them
+  // (LibTorch's new_*): not views, no grad unless the options ask for it.
+  Tensor new_empty(IntArrayRef sizes, TensorOptions options = {}) const;
+  Tensor new_zeros(IntArrayRef sizes, TensorOptions options = {}) const;
+  Tensor new_ones(IntArrayRef sizes, TensorOptions options = {}) const;
+  Tensor new_full(IntArrayRef sizes, const Scalar& fill_value, TensorOptions options = {}) const;
+  // This tensor when it already is in `memory_format` (a dense copy in it otherwise).
+  Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
+  // A copy with the strides of `memory_format`; unset (Preserve) keeps dense strides.
+  Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false,  // other's dtype and device
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
   // A bare device type is the current device of that type (Note [Bare device types]).
-  Tensor to(DeviceType device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(DeviceType device, ScalarType dtype, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
   // non_blocking: between the CPU and a device, the copy may finish after this returns (it is
   // ordered on the device's current stream); see Tensor::pin_memory.
   const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;

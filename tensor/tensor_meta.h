@@ -12,6 +12,7 @@ struct TensorMeta {
   ScalarType dtype = kFloat32;
   Device device = kCPU;
   DimVector strides;  // empty: contiguous
+  bool pinned = false;  // a CPU tensor in page-locked memory (pin_memory=True)
 
   TensorMeta() = default;
   TensorMeta(IntArrayRef sizes_, ScalarType dtype_, Device device_, IntArrayRef strides_ = {})
@@ -21,6 +22,9 @@ struct TensorMeta {
 namespace detail {
 // A new tensor (fresh storage, no dispatch) with the geometry `meta` describes.
 Tensor empty_from_meta(const TensorMeta& meta);
+// A contiguous CPU tensor in the CUDA backend's page-locked host memory. Throws Error naming
+// `op` without a CUDA backend or a device.
+Tensor empty_pinned(IntArrayRef sizes, ScalarType dtype, const char* op);
 }  // namespace detail
 
 }  // namespace strata

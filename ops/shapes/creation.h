@@ -1,13 +1,14 @@
 #pragma once
-// Shape functions of the creation family (ops/creation.cpp): empty, zeros, ones, full, arange,
-// linspace, eye, rand, randn, randint. See Note [Structured ops] in ops/structured.h. Depends on
+// Shape functions of the creation family (ops/creation.cpp): empty, empty_strided, zeros, ones,
+// full, arange, linspace, eye, rand, randn, randint. See Note [Structured ops] in ops/structured.h. Depends on
 // tensor/ only; compiles under nvcc.
+#include <strata/tensor/device_hooks.h>
+#include <strata/tensor/shape_checks.h>
+#include <strata/tensor/tensor_meta.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
-
-#include <strata/tensor/shape_checks.h>
-#include <strata/tensor/tensor_meta.h>
 
 namespace strata::shapes {
 
@@ -17,6 +18,25 @@ namespace strata::shapes {
 // kernels used to default to meta, which mattered only under a thread-local include of Meta
 // with no device argument; the derived ones now follow the same rule as every backend.)
 inline Device factory_device(std::optional<Device> device) { return device.value_or(Device(kCPU)); }
+
+// Note [Factory arguments]
+// Every factory takes ATen's `Layout? layout=None` and `bool? pin_memory=None` (so a kernel
+// written against ATen's signature registers unchanged): only kStrided is made, and
+// pin_memory=True puts a CPU result in the CUDA backend's page-locked memory, as
+// Tensor::pin_memory() does. Both are checked here, before anything is allocated.
+inline TensorMeta factory_meta(const char* op, IntArrayRef sizes, ScalarType dtype, std::optional<Layout> layout,
+                               std::optional<Device> device, std::optional<bool> pin_memory, IntArrayRef strides = {}) {
+  detail::check_strided(layout.value_or(kStrided), op);
+  TensorMeta meta(sizes, dtype, factory_device(device), strides);
+  if (pin_memory.value_or(false)) {
+    STRATA_CHECK_VALUE(meta.device.is_cpu(), "[", op, "] only CPU tensors can be pinned, not ", meta.device,
+                       " ones (pin_memory=True)");
+    const DeviceHooks& hooks = detail::require_device_hooks(kCUDA, op);
+    detail::check_device_in_range(hooks, Device(kCUDA), op);
+    meta.pinned = true;
+  }
+  return meta;
+}
 
 inline ScalarType creation_dtype(const char* op, IntArrayRef sizes, std::optional<ScalarType> dtype,
                                  ScalarType fallback) {
@@ -30,26 +50,59 @@ inline ScalarType random_dtype(const char* op, IntArrayRef sizes, std::optional<
   return result;
 }
 
-inline TensorMeta empty(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return {size, creation_dtype("empty", size, dtype, get_default_dtype()), factory_device(device)};
+// empty lays its result out in memory_format (Contiguous when unset; ChannelsLast needs 4 dims).
+inline TensorMeta empty(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                        std::optional<Device> device, std::optional<bool> pin_memory,
+                        std::optional<MemoryFormat> memory_format) {
+  const ScalarType result = creation_dtype("empty", size, dtype, get_default_dtype());
+  const MemoryFormat format = memory_format.value_or(MemoryFormat::Contiguous);
+  detail::check_memory_format(format, static_cast<int64_t>(size.size()), "empty");
+  if (format == MemoryFormat::Contiguous) return factory_meta("empty", size, result, layout, device, pin_memory);
+  return factory_meta("empty", size, result, layout, device, pin_memory, detail::strides_for(size, format));
 }
-inline TensorMeta zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return {size, creation_dtype("zeros", size, dtype, get_default_dtype()), factory_device(device)};
+// empty_strided: strides as given, one per size, non-negative (elements may share locations).
+inline TensorMeta empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,
+                                std::optional<Layout> layout, std::optional<Device> device,
+                                std::optional<bool> pin_memory) {
+  const ScalarType result = creation_dtype("empty_strided", size, dtype, get_default_dtype());
+  STRATA_CHECK_VALUE(stride.size() == size.size(), "[empty_strided] got ", stride.size(), " strides for ", size.size(),
+                     " sizes");
+  for (size_t d = 0; d < stride.size(); ++d)
+    STRATA_CHECK_VALUE(stride[d] >= 0, "[empty_strided] strides must be non-negative, got ", stride);
+  // The storage spans the furthest element: its bytes must be countable.
+  bool any_empty = false;
+  for (int64_t n : size) any_empty = any_empty || n == 0;
+  int64_t span = 1, reach = 0;
+  for (size_t d = 0; d < size.size() && !any_empty; ++d)
+    STRATA_CHECK_VALUE(
+        !__builtin_mul_overflow(size[d] - 1, stride[d], &reach) && !__builtin_add_overflow(span, reach, &span) &&
+            span <= std::numeric_limits<int64_t>::max() / element_size(result),
+        "[empty_strided] sizes ", size, " with strides ", stride, " need more bytes than int64 can count");
+  return factory_meta("empty_strided", size, result, layout, device, pin_memory, stride);
 }
-inline TensorMeta ones(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return {size, creation_dtype("ones", size, dtype, get_default_dtype()), factory_device(device)};
+inline TensorMeta zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                        std::optional<Device> device, std::optional<bool> pin_memory) {
+  return factory_meta("zeros", size, creation_dtype("zeros", size, dtype, get_default_dtype()), layout, device,
+                      pin_memory);
+}
+inline TensorMeta ones(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                       std::optional<Device> device, std::optional<bool> pin_memory) {
+  return factory_meta("ones", size, creation_dtype("ones", size, dtype, get_default_dtype()), layout, device,
+                      pin_memory);
 }
 inline TensorMeta full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype,
-                       std::optional<Device> device) {
+                       std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const ScalarType result = creation_dtype("full", size, dtype, fill_value.default_dtype());
   detail::check_scalar_converts("full", fill_value, result);
-  return {size, result, factory_device(device)};
+  return factory_meta("full", size, result, layout, device, pin_memory);
 }
-inline TensorMeta rand(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return {size, random_dtype("rand", size, dtype), factory_device(device)};
+inline TensorMeta rand(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                       std::optional<Device> device, std::optional<bool> pin_memory) {
+  return factory_meta("rand", size, random_dtype("rand", size, dtype), layout, device, pin_memory);
 }
-inline TensorMeta randn(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  return {size, random_dtype("randn", size, dtype), factory_device(device)};
+inline TensorMeta randn(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                        std::optional<Device> device, std::optional<bool> pin_memory) {
+  return factory_meta("randn", size, random_dtype("randn", size, dtype), layout, device, pin_memory);
 }
 
 // Note [arange length]
@@ -74,7 +127,8 @@ inline int64_t integral_arange_length(const Scalar& start, const Scalar& end, co
 }
 
 inline TensorMeta arange_start_step(const Scalar& start, const Scalar& end, const Scalar& step,
-                                    std::optional<ScalarType> dtype, std::optional<Device> device) {
+                                    std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                                    std::optional<Device> device, std::optional<bool> pin_memory) {
   const bool integral = arange_is_integral(start, end, step);
   const double first = start.to_double(), last = end.to_double(), increment = step.to_double();
   STRATA_CHECK_VALUE(std::isfinite(first) && std::isfinite(last), "[arange] unsupported range: ", start, " to ", end);
@@ -90,40 +144,43 @@ inline TensorMeta arange_start_step(const Scalar& start, const Scalar& end, cons
                        " has too many elements");
     length = static_cast<int64_t>(size);
   }
-  return {IntArrayRef(&length, 1), dtype.value_or(integral ? kInt64 : get_default_dtype()), factory_device(device)};
+  return factory_meta("arange", IntArrayRef(&length, 1), dtype.value_or(integral ? kInt64 : get_default_dtype()),
+                      layout, device, pin_memory);
 }
 
 // Note [linspace values] is in ops/creation.cpp; float32 (the default dtype) unless a dtype is given.
 inline TensorMeta linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<ScalarType> dtype,
-                           std::optional<Device> device) {
+                           std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   (void)start, (void)end;
   STRATA_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   const ScalarType result = dtype.value_or(get_default_dtype());
   STRATA_CHECK_TYPE(result != kBool, "[linspace] dtype Bool is not supported");
   STRATA_CHECK_VALUE(steps <= std::numeric_limits<int64_t>::max() / element_size(result), "[linspace] ", steps,
                      " steps of ", result, " need more bytes than int64 can count");
-  return {IntArrayRef(&steps, 1), result, factory_device(device)};
+  return factory_meta("linspace", IntArrayRef(&steps, 1), result, layout, device, pin_memory);
 }
 
 // eye(n, m): an [n, m] matrix, float32 (the default dtype) unless a dtype is given.
-inline TensorMeta eye_m(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Device> device) {
+inline TensorMeta eye_m(int64_t n, int64_t m, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                        std::optional<Device> device, std::optional<bool> pin_memory) {
   STRATA_CHECK_VALUE(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n=", n, " and m=", m);
   const ScalarType result = dtype.value_or(get_default_dtype());
   int64_t nbytes = 0;
   STRATA_CHECK_VALUE(!__builtin_mul_overflow(n, m, &nbytes) && !__builtin_mul_overflow(nbytes, element_size(result), &nbytes),
                      "[eye] an [", n, ", ", m, "] matrix of ", result, " needs more bytes than int64 can count");
   const int64_t sizes[] = {n, m};
-  return {IntArrayRef(sizes, 2), result, factory_device(device)};
+  return factory_meta("eye", IntArrayRef(sizes, 2), result, layout, device, pin_memory);
 }
 
 // Note [randint] is in ops/creation.cpp: int64 unless a dtype is given; both bounds must fit it.
 inline TensorMeta randint_low(int64_t low, int64_t high, IntArrayRef size, std::optional<ScalarType> dtype,
-                              std::optional<Device> device) {
+                              std::optional<Layout> layout, std::optional<Device> device,
+                              std::optional<bool> pin_memory) {
   const ScalarType result = creation_dtype("randint", size, dtype, kInt64);
   STRATA_CHECK_VALUE(low < high, "[randint] low must be less than high, got low=", low, " and high=", high);
   detail::check_scalar_converts("randint", low, result);
   detail::check_scalar_converts("randint", high - 1, result);
-  return {size, result, factory_device(device)};
+  return factory_meta("randint", size, result, layout, device, pin_memory);
 }
 
 }  // namespace strata::shapes

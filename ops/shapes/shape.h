@@ -58,8 +58,26 @@ inline TensorMeta cat(const tensor_list& tensors, int64_t dim) {
   return {sizes, dtype, device};
 }
 
-// A contiguous copy.
-inline TensorMeta clone(const Tensor& self) { return {self.sizes(), self.dtype(), self.device()}; }
+// The strides of a copy of self in `format`: self's own when Preserve keeps them, else the
+// format's (Note [Strides of copies]); empty (contiguous) when they are contiguous anyway.
+inline DimVector copy_strides(const Tensor& self, MemoryFormat format, const char* op) {
+  if (format != MemoryFormat::Preserve) detail::check_memory_format(format, self.dim(), op);
+  if (format == MemoryFormat::Contiguous) return {};
+  DimVector strides = detail::strides_for_copy(self.sizes(), self.strides(), format);
+  if (detail::is_contiguous_as(self.sizes(), strides, MemoryFormat::Contiguous)) return {};
+  return strides;
+}
+
+// Note [Strides of copies]
+// clone and _to_copy take ATen's `MemoryFormat? memory_format=None`. Unset means Preserve, as
+// in PyTorch: a copy of a tensor whose elements fill their memory densely in some order of
+// dims (a transpose, a permute, channels last) keeps its strides; any other tensor (a slice,
+// an expand) is copied in the format its strides suggest, which is Contiguous unless they
+// are channels last. A named format lays the copy out in it.
+inline TensorMeta clone(const Tensor& self, std::optional<MemoryFormat> memory_format) {
+  return {self.sizes(), self.dtype(), self.device(),
+          copy_strides(self, memory_format.value_or(MemoryFormat::Preserve), "clone")};
+}
 
 // copy_ writes src (broadcast, converted) into self, which keeps its geometry; src may live on
 // another device (Note [Copies between devices] in ops/shape.cpp).
@@ -72,15 +90,26 @@ inline TensorMeta copy_(const Tensor& self, const Tensor& src, bool /*non_blocki
   return {self.sizes(), self.dtype(), self.device(), self.strides()};
 }
 
-// A contiguous copy with another dtype and/or on another device. A target device whose
-// backend is not loaded is named before anything is allocated.
-inline TensorMeta to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
-                          bool /*non_blocking*/) {
+// A copy with another dtype and/or on another device, strided as Note [Strides of copies]
+// says, in page-locked memory when pin_memory is set (CPU targets only). A target device
+// whose backend is not loaded is named before anything is allocated.
+inline TensorMeta to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout,
+                          std::optional<Device> device, std::optional<bool> pin_memory, bool /*non_blocking*/,
+                          std::optional<MemoryFormat> memory_format) {
+  detail::check_strided(layout.value_or(kStrided), "_to_copy");
   const Device target = device.value_or(self.device());
   if (!target.is_cpu() && !target.is_meta()) detail::require_device_hooks(target.type(), "_to_copy");
   STRATA_CHECK(target.is_meta() || !self.is_meta(), "[_to_copy] cannot copy from a meta tensor to ", target,
                ": meta tensors have no data");
-  return {self.sizes(), dtype.value_or(self.dtype()), target};
+  TensorMeta meta(self.sizes(), dtype.value_or(self.dtype()), target,
+                  copy_strides(self, memory_format.value_or(MemoryFormat::Preserve), "_to_copy"));
+  if (pin_memory.value_or(false)) {
+    STRATA_CHECK_VALUE(target.is_cpu(), "[_to_copy] only CPU tensors can be pinned, not ", target,
+                       " ones (pin_memory=True)");
+    detail::check_device_in_range(detail::require_device_hooks(kCUDA, "_to_copy"), Device(kCUDA), "_to_copy");
+    meta.pinned = true;
+  }
+  return meta;
 }
 
 }  // namespace strata::shapes

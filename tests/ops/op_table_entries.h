@@ -44,10 +44,21 @@ inline std::function<void(const tensor_list&, const tensor_list&)> in_range(doub
 inline std::vector<OpEntry> creation_entries() {
   using C = std::vector<std::pair<std::string, std::function<Tensor(const Env&)>>>;
   std::vector<OpEntry> t;
-  t.push_back(factory("strata::empty", kAllTypes,
+  t.push_back(factory("strata::empty.memory_format", kAllTypes,
                       C{{"[]", [](const Env& e) { return empty({}, e.options()); }},
                         {"[0]", [](const Env& e) { return empty({0}, e.options()); }},
                         {"[2, 3]", [](const Env& e) { return empty({2, 3}, e.options()); }}},
+                      Values::Unspecified));
+  t.push_back(factory("strata::empty_strided", kAllTypes,
+                      C{{"[2, 3] strides [1, 2]",
+                         [](const Env& e) {
+                           return empty_strided({2, 3}, {1, 2}, e.options());
+                         }},
+                        {"[0, 3]",
+                         [](const Env& e) {
+                           return empty_strided({0, 3}, {3, 1}, e.options());
+                         }},
+                        {"[]", [](const Env& e) { return empty_strided({}, {}, e.options()); }}},
                       Values::Unspecified));
   t.push_back(factory("strata::zeros", kAllTypes,
                       C{{"[]", [](const Env& e) { return zeros({}, e.options()); }},

@@ -309,7 +309,7 @@ TEST_CASE("creation: arange(end), eye(n) and randint(high) forward to the genera
     CHECK_FALSE(find_op(name).has_kernel_for(DispatchKey::CPU));
     CHECK_FALSE(find_op(name).has_kernel_for(DispatchKey::Meta));
   }
-  for (const char* name : {"strata::empty", "strata::zeros", "strata::full", "strata::arange.start_step",
+  for (const char* name : {"strata::empty.memory_format", "strata::zeros", "strata::full", "strata::arange.start_step",
                            "strata::eye.m", "strata::randint.low", "strata::linspace", "strata::rand"})
     CHECK(detail::has_derived_meta(name));
   check_meta_matches(eye(3, kMeta), eye(3));
@@ -317,4 +317,29 @@ TEST_CASE("creation: arange(end), eye(n) and randint(high) forward to the genera
   expect_error<ValueError>([] { (void)randint(0, {2}, kMeta); }, "[randint] low must be less than high");
   expect_error<ValueError>([] { (void)randint(300, {2}, TensorOptions(kUInt8).device(kMeta)); }, "[randint]",
                            {"UInt8"});
+}
+
+TEST_CASE("creation: new_empty, new_zeros, new_ones and new_full take the tensor's dtype and device") {
+  const Tensor x = arange(6, kInt16).reshape({2, 3}).t();
+  const Tensor z = x.new_zeros({4});
+  check_values(z, {4}, kInt16, {0, 0, 0, 0});
+  check_values(x.new_ones({2}, kFloat64), {2}, kFloat64, {1, 1});
+  check_values(x.new_full({2, 2}, 7), {2, 2}, kInt16, {7, 7, 7, 7});
+  const Tensor e = x.new_empty({3, 0});
+  CHECK(e.sizes() == IntArrayRef{3, 0});
+  CHECK(e.dtype() == kInt16);
+  CHECK(e.is_contiguous());
+  const Tensor leaf = randn({2}).new_zeros({3}, requires_grad());
+  CHECK(leaf.requires_grad());
+  CHECK(leaf.is_leaf());
+  check_meta_matches(x.to(kMeta).new_full({2}, 3), x.new_full({2}, 3));
+  expect_error<ValueError>([&] { (void)x.new_full({1}, 40000); }, "[full]", {"Int16"});
+}
+
+TEST_CASE("creation: empty takes a memory format as an argument or in the options, not both") {
+  CHECK(empty({2, 3, 4, 5}, {}, MemoryFormat::ChannelsLast).is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(empty({2, 3, 4, 5}, kFloat64, MemoryFormat::Contiguous).is_contiguous());
+  expect_error<ValueError>(
+      [] { (void)empty({2, 3, 4, 5}, memory_format(MemoryFormat::ChannelsLast), MemoryFormat::ChannelsLast); },
+      "[empty] memory_format is set both in the options and as an argument");
 }

@@ -14,7 +14,8 @@ namespace {
 
 // Ops whose outputs never carry gradients: factories, comparisons, indices.
 const std::set<std::string> kNotDifferentiable = {
-    "strata::empty", "strata::zeros", "strata::ones", "strata::full", "strata::arange", "strata::arange.start_step",
+    "strata::empty.memory_format", "strata::empty_strided", "strata::zeros", "strata::ones", "strata::full", "strata::arange",
+    "strata::arange.start_step",
     "strata::rand", "strata::randn", "strata::randint", "strata::randint.low", "strata::linspace", "strata::eye",
     "strata::eye.m", "strata::eq.Tensor", "strata::eq.Scalar", "strata::ne.Tensor", "strata::ne.Scalar",
     "strata::lt.Tensor", "strata::lt.Scalar", "strata::le.Tensor", "strata::le.Scalar", "strata::gt.Tensor",

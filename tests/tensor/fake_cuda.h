@@ -8,6 +8,7 @@
 #include <strata/ops/elementwise.h>
 #include <strata/ops/ops.h>
 #include <strata/tensor/device_hooks.h>
+#include <strata/tensor/tensor_meta.h>
 
 #include <array>
 #include <atomic>
@@ -85,6 +86,39 @@ class FakeCachingAllocator final : public Allocator {
   std::multimap<size_t, void*> cache_;
   MemoryStats stats_;
 };
+
+// Page-locked host memory stand-in: plain host blocks whose starts are remembered, so
+// is_pinned can tell them from other CPU memory.
+class FakePinnedAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    void* block = std::malloc(nbytes == 0 ? 1 : nbytes);
+    std::lock_guard lock(mutex_);
+    blocks_.insert(block);
+    return DataPtr{block, &release, this, Device(kCPU)};
+  }
+  bool owns(const void* data) const {
+    std::lock_guard lock(mutex_);
+    return blocks_.count(const_cast<void*>(data)) != 0;
+  }
+
+ private:
+  static void release(void* data, void* context, size_t) {
+    auto* self = static_cast<FakePinnedAllocator*>(context);
+    {
+      std::lock_guard lock(self->mutex_);
+      self->blocks_.erase(data);
+    }
+    std::free(data);
+  }
+  mutable std::mutex mutex_;
+  std::set<void*> blocks_;
+};
+// Never destroyed: a pinned tensor may outlive the backend that made it.
+inline FakePinnedAllocator& fake_pinned_allocator() {
+  static auto* allocator = new FakePinnedAllocator;
+  return *allocator;
+}
 
 struct FakeEvent {
   int device;
@@ -166,6 +200,8 @@ class FakeCudaHooks final : public DeviceHooks {
   void synchronize(int device) const override { ++device_synchronizations[static_cast<size_t>(device)]; }
 
   Allocator* allocator(int device) const override { return allocators[static_cast<size_t>(device)].get(); }
+  Allocator* host_allocator() const override { return &fake_pinned_allocator(); }
+  bool is_pinned(const void* data) const override { return fake_pinned_allocator().owns(data); }
   MemoryStats memory_stats(int device) const override { return allocators[static_cast<size_t>(device)]->stats(); }
   void empty_cache() const override {
     for (const auto& allocator : allocators) allocator->empty_cache();
@@ -230,8 +266,10 @@ inline Tensor fake_copy_(const Tensor& self, const Tensor& src, bool non_blockin
   else detail::copy_kernel(as_host(self), as_host(src));
   return self;
 }
-inline Tensor fake_clone(const Tensor& self) {
-  Tensor out = detail::make_empty(self.sizes(), self.dtype(), self.device());
+inline Tensor fake_clone(const Tensor& self, std::optional<MemoryFormat> memory_format) {
+  const DimVector strides =
+      detail::strides_for_copy(self.sizes(), self.strides(), memory_format.value_or(MemoryFormat::Preserve));
+  Tensor out = detail::empty_from_meta(TensorMeta(self.sizes(), self.dtype(), self.device(), strides));
   detail::copy_kernel(as_host(out), as_host(self));
   return out;
 }
