@@ -57,7 +57,7 @@ fi
 tests=$build/tests/strata_tests
 step tests_cuda_files 150 "$tests" --source-file='*tests/cuda/*'
 step tests_devices 150 "$tests" \
-  --test-case='op table*,copy:*,registry:*,cuda:*,Event:*,Generator:*,DeviceGuard:*,to:*,cuda backend*,jit::CudaGraph*'
+  --test-case='op table*,copy:*,layout:*,registry:*,cuda:*,Event:*,Generator:*,DeviceGuard:*,to:*,cuda backend*,jit::CudaGraph*'
 step bench 150 "$build"/bench/bench_cuda --benchmark_min_time=0.2
 if [ -d "$data" ]; then
   step flagship 120 "$build"/samples/train_fashion_mnist --device cuda --epochs 1 --data "$data" --out "$out/flagship"

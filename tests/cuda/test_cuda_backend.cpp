@@ -38,6 +38,8 @@ TEST_CASE("cuda backend: without a usable GPU, strata runs on the CPU and CUDA c
   CHECK(error_of([&] { (void)empty({2}, TensorOptions().device(kCUDA)); }).find("CUDA is not available") !=
         std::string::npos);
   CHECK(error_of([&] { (void)x.pin_memory(); }).find("[cuda] CUDA is not available") != std::string::npos);
+  CHECK(error_of([] { (void)zeros({2}, TensorOptions().pinned_memory(true)); }).find("CUDA is not available") !=
+        std::string::npos);
   CHECK(error_of([] { (void)cuda::Stream::create(); }).find("CUDA is not available") != std::string::npos);
   CHECK(error_of([] { DeviceGuard guard{Device(kCUDA)}; }).find("CUDA is not available") != std::string::npos);
   CHECK_FALSE(x.is_pinned());
@@ -61,6 +63,34 @@ TEST_CASE("cuda backend: tensors go to the device and back, blocking and not" * 
   back.copy_(async, /*non_blocking=*/true);
   cuda::synchronize();
   CHECK(equal(back, x));
+}
+
+TEST_CASE("cuda backend: pin_memory factories, and dense strides kept on the way to the device and back" *
+          doctest::skip(gpu_missing)) {
+  const TensorOptions pinned = TensorOptions().pinned_memory(true);
+  CHECK(zeros({2, 3}, pinned).is_pinned());
+  CHECK(equal(arange(6, pinned.dtype(kFloat32)), arange(6, kFloat32)));
+  CHECK(arange(6, pinned.dtype(kFloat32)).is_pinned());
+  CHECK(arange(6, kFloat32).to(pinned).is_pinned());
+
+  const Tensor x = arange(120, kFloat32).reshape({2, 3, 4, 5});
+  const Tensor channels_last = x.contiguous(MemoryFormat::ChannelsLast).to(kCUDA);  // one block, as it is
+  CHECK(channels_last.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(equal(channels_last.cpu(), x));
+  CHECK(channels_last.cpu().is_contiguous(MemoryFormat::ChannelsLast));
+  const Tensor converted = x.to(kCUDA).contiguous(MemoryFormat::ChannelsLast);  // on the device
+  CHECK(converted.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(equal(converted.cpu(), x));
+  CHECK(empty({2, 3, 4, 5}, TensorOptions(kCUDA).memory_format(MemoryFormat::ChannelsLast))
+            .is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(empty_strided({3, 4}, {1, 3}, TensorOptions(kCUDA)).strides() == IntArrayRef{1, 3});
+  const Tensor transposed = x.reshape({12, 10}).t();
+  const Tensor on_device = transposed.to(pinned).to(kCUDA, /*non_blocking=*/true);
+  CHECK(on_device.strides() == transposed.strides());
+  CHECK(equal(on_device.cpu(), transposed));
+  const Tensor weight = arange(54, kFloat32).reshape({2, 3, 3, 3}) / 50.0;
+  CHECK(allclose(conv2d(channels_last, weight.to(kCUDA), {}, {1, 1}, {1, 1}).cpu(),
+                 conv2d(x, weight, {}, {1, 1}, {1, 1}), 1e-4, 1e-3));
 }
 
 TEST_CASE("cuda backend: streams order work and events time it" * doctest::skip(gpu_missing)) {
