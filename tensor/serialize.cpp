@@ -57,19 +57,23 @@ void copy_rows(const Tensor& source, Word* out) {
 // tensor/ cannot call ops (Note [Layers] in cmake/StrataLayers.cmake), so the savers do not use
 // contiguous() or cpu(): a contiguous CPU tensor is written from its own memory through an alias
 // (no autograd history), any other CPU tensor is copied element by element here, moving each
-// element's bytes unchanged. A contiguous tensor on a device comes to the host through its
-// backend's copy_bytes (blocking); a strided one must be made contiguous on the device first.
+// element's bytes unchanged. A tensor on a device whose elements fill one block (contiguous,
+// transposed, channels last) comes to the host through its backend's copy_bytes (blocking),
+// then is ordered there; one with gaps or shared locations must be made contiguous first.
 Tensor contiguous_cpu(const Tensor& tensor, const char* op) {
   STRATA_CHECK_NOT_IMPLEMENTED(!tensor.is_meta(), "[", op, "] a Meta tensor has no values to read");
   if (!tensor.is_cpu()) {
-    STRATA_CHECK_NOT_IMPLEMENTED(tensor.is_contiguous(), "[", op, "] reading the values of a strided ", tensor.device(),
+    const bool contiguous = tensor.is_contiguous();
+    STRATA_CHECK_NOT_IMPLEMENTED(contiguous || is_non_overlapping_and_dense(tensor.sizes(), tensor.strides()), "[",
+                                 op, "] reading the values of a strided ", tensor.device(),
                                  " tensor is not supported; call contiguous() or cpu() first");
-    Tensor result = make_empty(tensor.sizes(), tensor.dtype(), kCPU);
-    if (result.numel() == 0) return result;
+    Tensor block = make_empty(tensor.sizes(), tensor.dtype(), kCPU);
+    if (block.numel() == 0) return block;
     const DeviceHooks& hooks = require_device_hooks(tensor.device().type(), op);
-    hooks.copy_bytes(result.impl()->data(), Device(kCPU), tensor.data_ptr(), tensor.device(),
-                     static_cast<size_t>(result.numel() * result.element_size()), nullptr, /*non_blocking=*/false);
-    return result;
+    hooks.copy_bytes(block.impl()->data(), Device(kCPU), tensor.data_ptr(), tensor.device(),
+                     static_cast<size_t>(block.numel() * block.element_size()), nullptr, /*non_blocking=*/false);
+    if (contiguous) return block;
+    return contiguous_cpu(make_alias(block, tensor.sizes(), tensor.strides(), 0), op);  // the block, in order
   }
   if (tensor.is_contiguous()) return make_alias(tensor, tensor.sizes(), tensor.strides(), tensor.storage_offset());
   Tensor result = make_empty(tensor.sizes(), tensor.dtype(), kCPU);

@@ -160,12 +160,14 @@ TEST_CASE("printing: requires_grad and undefined tensors") {
   CHECK(repr(Tensor()) == "[ undefined Tensor ]");
 }
 
-TEST_CASE("printing: values on a device come to the host first; strided ones must be made contiguous") {
+TEST_CASE("printing: values on a device come to the host first; ones with gaps must be made contiguous") {
   strata::testing::FakeCudaBackend backend;  // its device memory is host memory
   float values[4] = {1, 2, 3, 4};
   Tensor device_tensor = detail::wrap_external(values, {4}, {1}, kFloat32, Device(kCUDA), {}, "test");
   CHECK(repr(device_tensor) == "tensor([1., 2., 3., 4.], device='cuda:0')");
   CHECK(backend.hooks.copies.size() == 1);
+  Tensor transposed = detail::wrap_external(values, {2, 2}, {1, 2}, kFloat32, Device(kCUDA), {}, "test");
+  CHECK(repr(transposed) == "tensor([[1., 3.],\n        [2., 4.]], device='cuda:0')");
   Tensor strided = detail::wrap_external(values, {2}, {2}, kFloat32, Device(kCUDA), {}, "test");
   expect_error<NotImplementedError>([&] { repr(strided); },
                                     "[print] reading the values of a strided cuda:0 tensor is not supported");
