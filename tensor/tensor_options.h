@@ -1,9 +1,9 @@
 #pragma once
+#include <optional>
+
 #include <strata/tensor/device.h>
 #include <strata/tensor/layout.h>
 #include <strata/tensor/scalar_type.h>
-
-#include <optional>
 
 namespace strata {
 

@@ -1,14 +1,14 @@
 #pragma once
 // Shape functions of the creation family (ops/creation.cpp): empty, empty_strided, zeros, ones,
-// full, arange, linspace, eye, rand, randn, randint. See Note [Structured ops] in ops/structured.h. Depends on
-// tensor/ only; compiles under nvcc.
-#include <strata/tensor/device_hooks.h>
-#include <strata/tensor/shape_checks.h>
-#include <strata/tensor/tensor_meta.h>
-
+// full, arange, linspace, eye, rand, randn, randint. See Note [Structured ops] in
+// ops/structured.h. Depends on tensor/ only; compiles under nvcc.
 #include <cmath>
 #include <limits>
 #include <optional>
+
+#include <strata/tensor/device_hooks.h>
+#include <strata/tensor/shape_checks.h>
+#include <strata/tensor/tensor_meta.h>
 
 namespace strata::shapes {
 
@@ -19,22 +19,25 @@ namespace strata::shapes {
 // with no device argument; the derived ones now follow the same rule as every backend.)
 inline Device factory_device(std::optional<Device> device) { return device.value_or(Device(kCPU)); }
 
+// pin_memory=True (factories, _to_copy): the result is a CPU tensor in the CUDA backend's
+// page-locked memory, as Tensor::pin_memory() makes. Checked before anything is allocated.
+inline void pin_if_asked(TensorMeta& meta, std::optional<bool> pin_memory, const char* op) {
+  if (!pin_memory.value_or(false)) return;
+  STRATA_CHECK_VALUE(meta.device.is_cpu(), "[", op, "] only CPU tensors can be pinned, not ", meta.device,
+                     " ones (pin_memory=True)");
+  detail::check_device_in_range(detail::require_device_hooks(kCUDA, op), Device(kCUDA), op);
+  meta.pinned = true;
+}
+
 // Note [Factory arguments]
 // Every factory takes ATen's `Layout? layout=None` and `bool? pin_memory=None` (so a kernel
 // written against ATen's signature registers unchanged): only kStrided is made, and
-// pin_memory=True puts a CPU result in the CUDA backend's page-locked memory, as
-// Tensor::pin_memory() does. Both are checked here, before anything is allocated.
+// pin_memory=True pins a CPU result (pin_if_asked).
 inline TensorMeta factory_meta(const char* op, IntArrayRef sizes, ScalarType dtype, std::optional<Layout> layout,
                                std::optional<Device> device, std::optional<bool> pin_memory, IntArrayRef strides = {}) {
   detail::check_strided(layout.value_or(kStrided), op);
   TensorMeta meta(sizes, dtype, factory_device(device), strides);
-  if (pin_memory.value_or(false)) {
-    STRATA_CHECK_VALUE(meta.device.is_cpu(), "[", op, "] only CPU tensors can be pinned, not ", meta.device,
-                       " ones (pin_memory=True)");
-    const DeviceHooks& hooks = detail::require_device_hooks(kCUDA, op);
-    detail::check_device_in_range(hooks, Device(kCUDA), op);
-    meta.pinned = true;
-  }
+  pin_if_asked(meta, pin_memory, op);
   return meta;
 }
 

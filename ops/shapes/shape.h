@@ -3,6 +3,7 @@
 // cat.out), clone, copy_ and _to_copy. The view ops there compute their geometry in one CompositeExplicitAutograd kernel
 // that serves every backend, so they need none. See Note [Structured ops] in
 // ops/structured.h. Depends on tensor/ only; compiles under nvcc.
+#include <strata/ops/shapes/creation.h>  // pin_if_asked
 #include <strata/tensor/device_hooks.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
@@ -103,12 +104,7 @@ inline TensorMeta to_copy(const Tensor& self, std::optional<ScalarType> dtype, s
                ": meta tensors have no data");
   TensorMeta meta(self.sizes(), dtype.value_or(self.dtype()), target,
                   copy_strides(self, memory_format.value_or(MemoryFormat::Preserve), "_to_copy"));
-  if (pin_memory.value_or(false)) {
-    STRATA_CHECK_VALUE(target.is_cpu(), "[_to_copy] only CPU tensors can be pinned, not ", target,
-                       " ones (pin_memory=True)");
-    detail::check_device_in_range(detail::require_device_hooks(kCUDA, "_to_copy"), Device(kCUDA), "_to_copy");
-    meta.pinned = true;
-  }
+  pin_if_asked(meta, pin_memory, "_to_copy");
   return meta;
 }
 

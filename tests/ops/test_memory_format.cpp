@@ -2,6 +2,8 @@
 // factories' ATen keyword arguments (Note [Factory arguments] in ops/shapes/creation.h),
 // empty_strided, channels-last strides through empty/contiguous/clone/to, and the *_like
 // functions' Preserve default (Note [Strides of *_like results] in ops/creation.cpp).
+#include "op_test_util.h"
+
 #include <strata/autograd/autograd.h>
 #include <strata/dispatch/ivalue.h>
 #include <strata/dispatch/library.h>
@@ -9,7 +11,6 @@
 #include <strata/tensor/random.h>
 
 #include "../tensor/fake_cuda.h"
-#include "op_test_util.h"
 
 using namespace strata;
 using strata::testing::check_meta_matches;
