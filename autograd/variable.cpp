@@ -168,9 +168,39 @@ bool accumulate_small_float(const Tensor& into, const Tensor& grad) {
 }  // namespace
 
 // Note [Dense leaf gradients]
-// .grad is always a dense tensor of its own: a gradient that arrives expanded (sum's backward
-// gives stride 0), strided, or shared with someone else (another leaf's .grad, the caller's
-// gradient) is copied. Under create_graph the copy is a differentiable clone().
+// .grad is always a dense tensor of its own, laid out like its leaf as LibTorch's gradient
+// layout contract says: with the leaf's strides when the leaf is dense in some order of dims
+// (channels last, transposed), else contiguous. A gradient that arrives expanded (sum's
+// backward gives stride 0), in another layout, or shared with someone else (another leaf's
+// .grad, the caller's gradient) is copied into that layout; one that already has it and is
+// nobody else's is kept. Under create_graph the copy is a differentiable clone().
+
+namespace {
+// Whether the contract lays out `.grad` of a leaf with these sizes and strides like the leaf
+// (else contiguous).
+bool keeps_leaf_layout(const TensorImpl& leaf) {
+  return !leaf.is_contiguous() && strata::detail::is_non_overlapping_and_dense(leaf.sizes(), leaf.strides());
+}
+
+// Whether `grad` is laid out as the contract wants `.grad` of `leaf` (strides of size-1 dims
+// do not count).
+bool obeys_layout_contract(const Tensor& grad, const TensorImpl& leaf) {
+  if (!keeps_leaf_layout(leaf)) return grad.is_contiguous();
+  if (grad.sizes() != leaf.sizes()) return false;
+  for (size_t d = 0; d < leaf.sizes().size(); ++d)
+    if (leaf.sizes()[d] != 1 && grad.strides()[d] != leaf.strides()[d]) return false;
+  return true;
+}
+
+// A copy of `grad` (no history) laid out as the contract wants.
+Tensor copy_obeying_contract(const Tensor& grad, const TensorImpl& leaf) {
+  if (!keeps_leaf_layout(leaf)) return grad.detach().clone(MemoryFormat::Contiguous);
+  Tensor copy = empty_strided(leaf.sizes(), leaf.strides(), grad.options());
+  copy.copy_(grad.detach());
+  return copy;
+}
+}  // namespace
+
 tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor grad = std::move(grads.at(0));
   if (!grad.defined()) return {};
@@ -188,7 +218,7 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
     const bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1;
     if (is_grad_enabled()) meta.grad_ = grad.clone();
     else
-      meta.grad_ = exclusive && grad.is_contiguous() ? grad.detach() : grad.detach().clone(MemoryFormat::Contiguous);
+      meta.grad_ = exclusive && obeys_layout_contract(grad, *leaf_) ? grad.detach() : copy_obeying_contract(grad, *leaf_);
   } else if (is_grad_enabled()) {
     meta.grad_ = meta.grad_ + grad;  // create_graph: keep the sum differentiable
   } else if (!accumulate_small_float(meta.grad_, grad)) {

@@ -71,7 +71,8 @@ __global__ void contiguous_kernel(int64_t count, Pointers<1 + sizeof...(In)> poi
 }
 
 // Note [Vectorised elementwise loads]
-// When every operand is contiguous and each one's data is aligned to kVector of its elements,
+// When every operand is one dense block in a shared layout (Note [Elementwise launches] in
+// operands.h) and each one's data is aligned to kVector of its elements,
 // a thread moves kVector consecutive elements of each operand with one wide access (a
 // VectorOf, up to 32 bytes, which the compiler splits into 16-byte loads at most) and applies
 // f lane by lane; the last count % kVector elements go through contiguous_kernel. Views whose
@@ -165,7 +166,7 @@ void launch_elementwise(const char* op, const F& f, const Tensor& out, const Inp
   const cudaStream_t stream = current_native_stream(device);
   const std::array<const Tensor*, kOperands> operands{&out, &inputs...};
   const Pointers<kOperands> pointers{{out.data_ptr(), inputs.data_ptr()...}};
-  if (all_contiguous(operands.data(), kOperands)) {
+  if (same_dense_layout(operands.data(), kOperands)) {
     launch_contiguous<F, Out, In...>(count, pointers, f, stream);
   } else {
     const LaunchShape shape = launch_shape(count);

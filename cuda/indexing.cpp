@@ -1,6 +1,9 @@
 // Building StridedIndexers on the host. See Note [Elementwise launches] in operands.h.
 #include <strata/cuda/operands.h>
 
+#include <span>
+
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/errors.h>
 
 namespace strata::cuda::detail {
@@ -9,32 +12,44 @@ void build_indexer(const char* op, int operand_count, const Tensor* const* opera
                    int64_t (*strides)[kMaxDims]) {
   const Tensor& out = *operands[0];
   const int64_t out_dims = out.dim();
-  // Walk out's dimensions from the innermost, keeping those of size > 1 and merging a kept
-  // dimension into the one inside it when every operand's strides line up.
-  int64_t kept_sizes[64];
-  int64_t kept_strides[8][64];
   STRATA_CHECK(out_dims <= 64, "[", op, "] CUDA kernels take tensors of at most 64 dimensions, got ", out_dims);
   STRATA_CHECK(operand_count <= 8, "[", op, "] CUDA kernels take at most 8 operands");
-  int kept = 0;  // kept dimensions so far, innermost first
-  for (int64_t dim = out_dims - 1; dim >= 0; --dim) {
+  // The dims of size > 1 with each operand's strides along them (0 where it is broadcast),
+  // ordered innermost first by those strides as the CPU loops order them (Note [Strides of
+  // elementwise results] in tensor/dim_order.h), then merged into the dim inside them when
+  // every operand's strides line up.
+  DimVector dims, dim_sizes;
+  DimVector dim_strides[8];
+  for (int64_t dim = 0; dim < out_dims; ++dim) {
     const int64_t size = out.size(dim);
     if (size == 1) continue;
-    int64_t dim_strides[8];
+    dims.push_back(dim);
+    dim_sizes.push_back(size);
     for (int k = 0; k < operand_count; ++k) {
       const Tensor& operand = *operands[k];
       const int64_t operand_dim = dim - (out_dims - operand.dim());
       const bool broadcast = operand_dim < 0 || operand.size(operand_dim) == 1;
-      dim_strides[k] = broadcast ? 0 : operand.stride(operand_dim);
+      dim_strides[k].push_back(broadcast ? 0 : operand.stride(operand_dim));
     }
+  }
+  IntArrayRef views[8];
+  for (int k = 0; k < operand_count; ++k) views[k] = dim_strides[k].ref();
+  const DimVector order =
+      strata::detail::innermost_first(dim_sizes.ref(), std::span<const IntArrayRef>(views, operand_count));
+  int64_t kept_sizes[64];
+  int64_t kept_strides[8][64];
+  int kept = 0;  // kept dimensions so far, innermost first
+  for (const int64_t i : order) {
+    const auto d = static_cast<size_t>(i);
     bool mergeable = kept > 0;
     for (int k = 0; k < operand_count && mergeable; ++k)
-      mergeable = dim_strides[k] == kept_strides[k][kept - 1] * kept_sizes[kept - 1];
+      mergeable = dim_strides[k][d] == kept_strides[k][kept - 1] * kept_sizes[kept - 1];
     if (mergeable) {
-      kept_sizes[kept - 1] *= size;
+      kept_sizes[kept - 1] *= dim_sizes[d];
       continue;
     }
-    kept_sizes[kept] = size;
-    for (int k = 0; k < operand_count; ++k) kept_strides[k][kept] = dim_strides[k];
+    kept_sizes[kept] = dim_sizes[d];
+    for (int k = 0; k < operand_count; ++k) kept_strides[k][kept] = dim_strides[k][d];
     ++kept;
   }
   STRATA_CHECK(kept <= kMaxDims, "[", op, "] CUDA kernels iterate over at most ", kMaxDims,
@@ -46,11 +61,19 @@ void build_indexer(const char* op, int operand_count, const Tensor* const* opera
   }
 }
 
-bool all_contiguous(const Tensor* const* operands, int operand_count) {
+bool same_dense_layout(const Tensor* const* operands, int operand_count) {
   const Tensor& out = *operands[0];
-  for (int k = 0; k < operand_count; ++k) {
+  if (out.is_contiguous()) {
+    for (int k = 1; k < operand_count; ++k) {
+      const Tensor& operand = *operands[k];
+      if (!operand.is_contiguous() || operand.sizes() != out.sizes()) return false;
+    }
+    return true;
+  }
+  if (!out.is_non_overlapping_and_dense()) return false;
+  for (int k = 1; k < operand_count; ++k) {
     const Tensor& operand = *operands[k];
-    if (!operand.is_contiguous() || (k > 0 && operand.sizes() != out.sizes())) return false;
+    if (operand.sizes() != out.sizes() || operand.strides() != out.strides()) return false;
   }
   return true;
 }

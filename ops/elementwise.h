@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 
 #include <strata/ops/ops.h>
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/shape_checks.h>
 
 namespace strata::detail {
@@ -113,7 +115,9 @@ inline C wrapping_mul(C x, C y) {
 // a LoopGeometry of byte strides in which size-1 dimensions are dropped and dimensions that
 // are contiguous with respect to each other (for every operand) are merged, walked row by
 // row: the innermost dimension is one call of a row function with its own strides, so the
-// row function can still pick a fast loop when the inner strides allow it. Parallel chunks
+// row function can still pick a fast loop when the inner strides allow it. Dimensions are
+// ordered by stride before merging, so operands that share a permuted dense layout (a
+// transposed or channels-last result of such inputs) still give one contiguous row. Parallel chunks
 // split the flat element range; each chunk finds its starting index by division once.
 
 // Note [Loops kept out of line]
@@ -154,17 +158,33 @@ struct LoopGeometry {
   int64_t numel = 0;
 };
 
-// Merges and drops dimensions of an N-operand loop over `sizes`. element_strides[k] are in
-// elements of operand k, whose element size is element_sizes[k].
+// Drops size-1 dimensions of an N-operand loop over `sizes`, orders the others innermost first
+// by the operands' strides (the first operand decides first, Note [Strides of elementwise
+// results] in tensor/dim_order.h), and merges neighbours that are contiguous with respect to
+// each other for every operand. So a loop over operands that share any dense layout
+// (transposed, channels last) is one contiguous row. element_strides[k] are in elements of
+// operand k, whose element size is element_sizes[k].
 template <int N>
 LoopGeometry<N> make_geometry(IntArrayRef sizes, const std::array<IntArrayRef, N>& element_strides,
                               const std::array<int64_t, N>& element_sizes) {
   LoopGeometry<N> geometry;
   geometry.numel = 1;
   for (int64_t size : sizes) geometry.numel *= size;
-  // Built innermost first, reversed at the end.
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+  DimVector kept_sizes;
+  std::array<DimVector, N> kept_strides;
+  DimVector kept_dims;
+  for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;
+    kept_dims.push_back(static_cast<int64_t>(d));
+    kept_sizes.push_back(sizes[d]);
+    for (int k = 0; k < N; ++k) kept_strides[k].push_back(element_strides[k][d]);
+  }
+  std::array<IntArrayRef, N> views;
+  for (int k = 0; k < N; ++k) views[k] = kept_strides[k].ref();
+  const DimVector order = innermost_first(kept_sizes.ref(), std::span<const IntArrayRef>(views.data(), N));
+  // Built innermost first, reversed at the end.
+  for (const int64_t kept : order) {
+    const auto d = static_cast<size_t>(kept_dims[static_cast<size_t>(kept)]);
     bool mergeable = !geometry.sizes.empty();
     for (int k = 0; k < N && mergeable; ++k) {
       const int64_t inner = geometry.strides[k].back();
@@ -315,6 +335,18 @@ void unary_kernel(const Tensor& out, const Tensor& a, const Op& op) {
   const auto geometry = make_geometry<2>(out.sizes(), {out.strides(), a_strides.ref()}, {sizeof(T), sizeof(T)});
   run_rows<2>(geometry, {reinterpret_cast<char*>(o), reinterpret_cast<char*>(const_cast<T*>(x))},
               [&op](char* const* p, int64_t count, const int64_t* s) {
+                if (s[0] == sizeof(T) && s[1] == sizeof(T)) {  // one dense layout, permuted
+                  T* __restrict out_data = reinterpret_cast<T*>(p[0]);
+                  const T* __restrict in_data = reinterpret_cast<const T*>(p[1]);
+                  if (p[0] == p[1]) {
+                    for (int64_t i = 0; i < count; ++i)
+                      out_data[i] = static_cast<T>(op(static_cast<C>(out_data[i])));
+                  } else {
+                    for (int64_t i = 0; i < count; ++i)
+                      out_data[i] = static_cast<T>(op(static_cast<C>(in_data[i])));
+                  }
+                  return;
+                }
                 for (int64_t i = 0; i < count; ++i) {
                   const T value = *reinterpret_cast<const T*>(p[1] + i * s[1]);
                   *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(op(static_cast<C>(value)));

@@ -46,10 +46,28 @@ struct AdamArguments {
 };
 
 
-// Runs fn on contiguous versions of `tensors` (themselves when already contiguous) and copies
-// the written ones back, so the element loops only see dense memory.
+// Whether the defined `tensors` lay out one block each in one shared order (all contiguous,
+// or all channels last...): then element i of every block is the same logical element.
+template <size_t N>
+bool one_dense_layout(const std::array<Tensor, N>& tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    if (first == nullptr) first = &t;
+    else if (t.sizes() != first->sizes() || t.strides() != first->strides()) return false;
+  }
+  return first == nullptr || first->is_contiguous() || first->is_non_overlapping_and_dense();
+}
+
+// Runs fn on `tensors` as they are when they share one dense layout (a channels-last parameter
+// with its gradient and state), else on contiguous versions, copying the written ones back, so
+// the element loops only see dense memory in one order.
 template <size_t N, class Fn>
 void with_contiguous(const std::array<Tensor, N>& tensors, const Fn& fn) {
+  if (one_dense_layout(tensors)) {
+    fn(tensors);
+    return;
+  }
   std::array<Tensor, N> dense;
   for (size_t i = 0; i < N; ++i)
     dense[i] = !tensors[i].defined() || tensors[i].is_contiguous() ? tensors[i] : detail::as_contiguous(tensors[i]);

@@ -2,6 +2,7 @@
 // Shape functions of the binary math family (ops/binary.cpp): pow with tensor and scalar
 // exponents, maximum and minimum, and their out= variants. See Note [Structured ops] in
 // ops/structured.h. Depends on tensor/ only; compiles under nvcc.
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
@@ -11,8 +12,10 @@ namespace strata::shapes {
 inline TensorMeta broadcast_binary(const char* op, const Tensor& self, const Tensor& other) {
   detail::check_same_device(op, self, other);
   const ScalarType dtype = result_type(self, other);
-  if (self.sizes() == other.sizes()) return {self.sizes(), dtype, self.device()};
-  return {broadcast_shapes(self.sizes(), other.sizes(), op), dtype, self.device()};
+  if (self.sizes() == other.sizes())
+    return {self.sizes(), dtype, self.device(), detail::elementwise_strides(self.sizes(), {self, other})};
+  const DimVector sizes = broadcast_shapes(self.sizes(), other.sizes(), op);
+  return {sizes, dtype, self.device(), detail::elementwise_strides(sizes, {self, other})};
 }
 
 // Note [pow dtypes]
@@ -37,7 +40,7 @@ inline TensorMeta pow_tensor_scalar(const Tensor& self, const Scalar& exponent) 
   STRATA_CHECK_VALUE(is_floating_point(dtype) || exponent.to_long() >= 0,
                      "[pow] integers to negative integer powers are not allowed (exponent ", exponent, ")");
   detail::check_scalar_converts("pow", exponent, dtype);
-  return {self.sizes(), dtype, self.device()};
+  return {self.sizes(), dtype, self.device(), detail::elementwise_strides(self.sizes(), {self})};
 }
 
 // maximum and minimum: every dtype (bool: or / and).

@@ -2,6 +2,7 @@
 // Shape functions of the comparison family (ops/compare.cpp): eq ne lt le gt ge with tensor and
 // scalar operands, logical_not and where. See Note [Structured ops] in ops/structured.h.
 // Depends on tensor/ only; compiles under nvcc.
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
@@ -27,12 +28,14 @@ constexpr const char* comparison_name(Comparison kind) {
 // every Scalar argument (Note [Checked scalar conversion]). float16/bfloat16 compare in float.
 inline TensorMeta compare(const char* op, const Tensor& self, const Tensor& other) {
   detail::check_same_device(op, self, other);
-  if (self.sizes() == other.sizes()) return {self.sizes(), kBool, self.device()};
-  return {broadcast_shapes(self.sizes(), other.sizes(), op), kBool, self.device()};
+  if (self.sizes() == other.sizes())
+    return {self.sizes(), kBool, self.device(), detail::elementwise_strides(self.sizes(), {self, other})};
+  const DimVector sizes = broadcast_shapes(self.sizes(), other.sizes(), op);
+  return {sizes, kBool, self.device(), detail::elementwise_strides(sizes, {self, other})};
 }
 inline TensorMeta compare(const char* op, const Tensor& self, const Scalar& other) {
   detail::check_scalar_converts(op, other, result_type(self, other));
-  return {self.sizes(), kBool, self.device()};
+  return {self.sizes(), kBool, self.device(), detail::elementwise_strides(self.sizes(), {self})};
 }
 
 inline TensorMeta eq_tensor(const Tensor& self, const Tensor& other) { return compare("eq", self, other); }
@@ -48,7 +51,9 @@ inline TensorMeta le_scalar(const Tensor& self, const Scalar& other) { return co
 inline TensorMeta gt_scalar(const Tensor& self, const Scalar& other) { return compare("gt", self, other); }
 inline TensorMeta ge_scalar(const Tensor& self, const Scalar& other) { return compare("ge", self, other); }
 
-inline TensorMeta logical_not(const Tensor& self) { return {self.sizes(), kBool, self.device()}; }
+inline TensorMeta logical_not(const Tensor& self) {
+  return {self.sizes(), kBool, self.device(), detail::elementwise_strides(self.sizes(), {self})};
+}
 
 // where(condition, self, other): condition is kBool; the result has result_type(self, other)
 // and the broadcast shape of all three.
@@ -58,7 +63,8 @@ inline TensorMeta where_self(const Tensor& condition, const Tensor& self, const 
   STRATA_CHECK_TYPE(condition.dtype() == kBool, "[where] expected condition to be a Bool tensor, got ",
                     condition.dtype());
   const DimVector values = broadcast_shapes(self.sizes(), other.sizes(), "where");
-  return {broadcast_shapes(condition.sizes(), values, "where"), result_type(self, other), self.device()};
+  const DimVector sizes = broadcast_shapes(condition.sizes(), values, "where");
+  return {sizes, result_type(self, other), self.device(), detail::elementwise_strides(sizes, {condition, self, other})};
 }
 
 }  // namespace strata::shapes

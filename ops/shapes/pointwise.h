@@ -2,6 +2,7 @@
 // Shape functions of the arithmetic family (ops/pointwise.cpp): add, sub, mul, div with tensor
 // and scalar operands, their in-place and out= variants. See Note [Structured ops] in
 // ops/structured.h. Depends on tensor/ only; compiles under nvcc.
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
@@ -39,13 +40,15 @@ inline TensorMeta arith(Arith kind, const char* op, const Tensor& self, const Te
   detail::check_same_device(op, self, other);
   const ScalarType dtype =
       arith_dtype(kind, op, self.dtype() == kBool, other.dtype() == kBool, result_type(self, other), alpha);
-  if (self.sizes() == other.sizes()) return {self.sizes(), dtype, self.device()};
-  return {broadcast_shapes(self.sizes(), other.sizes(), op), dtype, self.device()};
+  if (self.sizes() == other.sizes())
+    return {self.sizes(), dtype, self.device(), detail::elementwise_strides(self.sizes(), {self, other})};
+  const DimVector sizes = broadcast_shapes(self.sizes(), other.sizes(), op);
+  return {sizes, dtype, self.device(), detail::elementwise_strides(sizes, {self, other})};
 }
 
 inline TensorMeta arith(Arith kind, const char* op, const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return {self.sizes(), arith_dtype(kind, op, self.dtype() == kBool, other.is_bool(), result_type(self, other), alpha),
-          self.device()};
+          self.device(), detail::elementwise_strides(self.sizes(), {self})};
 }
 
 // One function per schema, named after it (add.Tensor -> add_tensor); the in-place ones name

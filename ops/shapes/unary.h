@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include <strata/tensor/dim_order.h>
 #include <strata/tensor/shape_checks.h>
 #include <strata/tensor/tensor_meta.h>
 
@@ -33,7 +34,8 @@ inline ScalarType unary_dtype(const char* op, ScalarType input, DtypeRule rule) 
 }
 
 inline TensorMeta unary(const char* op, const Tensor& self, DtypeRule rule) {
-  return {self.sizes(), unary_dtype(op, self.dtype(), rule), self.device()};
+  return {self.sizes(), unary_dtype(op, self.dtype(), rule), self.device(),
+          detail::elementwise_strides(self.sizes(), {self})};
 }
 
 // One function per schema, named after it.
@@ -72,7 +74,8 @@ inline TensorMeta gelu_backward(const Tensor& grad_output, const Tensor& self, s
   const ScalarType dtype = result_type(grad_output, self);
   STRATA_CHECK_TYPE(is_floating_point(dtype), "[gelu_backward] expected floating point inputs, got ",
                     grad_output.dtype(), " and ", self.dtype());
-  return {broadcast_shapes(grad_output.sizes(), self.sizes(), "gelu_backward"), dtype, self.device()};
+  const DimVector sizes = broadcast_shapes(grad_output.sizes(), self.sizes(), "gelu_backward");
+  return {sizes, dtype, self.device(), detail::elementwise_strides(sizes, {grad_output, self})};
 }
 
 // tanh_backward(grad_output, output) and sigmoid_backward: the derivatives of tanh and sigmoid
@@ -83,7 +86,8 @@ inline TensorMeta activation_backward(const char* op, const Tensor& grad_output,
   const ScalarType dtype = result_type(grad_output, output);
   STRATA_CHECK_TYPE(is_floating_point(dtype), "[", op, "] expected floating point inputs, got ", grad_output.dtype(),
                     " and ", output.dtype());
-  return {broadcast_shapes(grad_output.sizes(), output.sizes(), op), dtype, output.device()};
+  const DimVector sizes = broadcast_shapes(grad_output.sizes(), output.sizes(), op);
+  return {sizes, dtype, output.device(), detail::elementwise_strides(sizes, {grad_output, output})};
 }
 inline TensorMeta tanh_backward(const Tensor& grad_output, const Tensor& output) {
   return activation_backward("tanh_backward", grad_output, output);
@@ -110,7 +114,7 @@ inline TensorMeta clamp_checked(const char* op, const Tensor& self, const std::o
   STRATA_CHECK_TYPE(dtype != kBool, "[", op, "] Boolean inputs are not supported");
   if (min) detail::check_scalar_converts(op, *min, dtype);
   if (max) detail::check_scalar_converts(op, *max, dtype);
-  return {self.sizes(), dtype, self.device()};
+  return {self.sizes(), dtype, self.device(), detail::elementwise_strides(self.sizes(), {self})};
 }
 
 inline TensorMeta clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {

@@ -5,6 +5,7 @@
 #include <strata/cuda/operands.h>
 #include <strata/strata.h>
 
+#include <set>
 #include <vector>
 
 using namespace strata;
@@ -39,6 +40,28 @@ void check_offsets(const std::array<const Tensor*, N>& operands) {
   }
 }
 
+// The indexer may walk the elements in another order than out's row-major one (dims are
+// ordered by stride): every element must still be visited once, each operand at the offset
+// of that same element.
+template <int N>
+void check_offsets_any_order(const std::array<const Tensor*, N>& operands) {
+  const StridedIndexer<N> indexer = make_indexer<N>("test", operands);
+  const Tensor& out = *operands[0];
+  std::multiset<std::vector<int64_t>> expected, visited;
+  for (int64_t linear = 0; linear < out.numel(); ++linear) {
+    std::vector<int64_t> reference(N), walked(N);
+    int64_t offsets[N];
+    indexer.offsets(linear, offsets);
+    for (int k = 0; k < N; ++k) {
+      reference[static_cast<size_t>(k)] = reference_offset(*operands[static_cast<size_t>(k)], out.sizes(), linear);
+      walked[static_cast<size_t>(k)] = offsets[k];
+    }
+    expected.insert(reference);
+    visited.insert(walked);
+  }
+  CHECK(visited == expected);
+}
+
 }  // namespace
 
 TEST_CASE("indexing: contiguous operands merge into one dimension") {
@@ -47,7 +70,7 @@ TEST_CASE("indexing: contiguous operands merge into one dimension") {
   CHECK(indexer.ndim == 1);
   CHECK(indexer.sizes[0] == 24);
   const std::array<const Tensor*, 2> operands{&out, &a};
-  CHECK(all_contiguous(operands.data(), 2));
+  CHECK(same_dense_layout(operands.data(), 2));
 }
 
 TEST_CASE("indexing: transposed, sliced and broadcast operands get the offsets their strides say") {
@@ -58,7 +81,7 @@ TEST_CASE("indexing: transposed, sliced and broadcast operands get the offsets t
   const Tensor column = empty({4, 1, 1});  // broadcast over the last two
   check_offsets<5>({&out, &transposed, &sliced, &row, &column});
   const std::array<const Tensor*, 2> operands{&out, &transposed};
-  CHECK_FALSE(all_contiguous(operands.data(), 2));
+  CHECK_FALSE(same_dense_layout(operands.data(), 2));
   // Size-1 dims are dropped and the broadcast row keeps stride 0 where it repeats.
   const StridedIndexer<2> indexer = make_indexer<2>("test", {&out, &row});
   CHECK(indexer.ndim == 2);
@@ -72,6 +95,29 @@ TEST_CASE("indexing: 0-d and expanded scalars, and a strided out") {
   const Tensor out = empty({6, 8}).slice(1, 1, 8, 3);  // a strided out: offsets follow its strides too
   const Tensor expanded = empty({1}).expand({6, 3});
   check_offsets<2>({&out, &expanded});
+}
+
+TEST_CASE("indexing: operands sharing a permuted dense layout run as one block, ordered by out") {
+  // Channels last everywhere: the linear kernel applies (one dense block in one order).
+  const Tensor out = empty({2, 3, 4, 5}, {}, MemoryFormat::ChannelsLast);
+  const Tensor a = empty({2, 3, 4, 5}, {}, MemoryFormat::ChannelsLast);
+  const std::array<const Tensor*, 2> same{&out, &a};
+  CHECK(same_dense_layout(same.data(), 2));
+  CHECK(make_indexer<2>("test", same).ndim == 1);
+  // Mixed layouts and broadcasts do not; their offsets follow out's order of dims.
+  const Tensor plain = empty({2, 3, 4, 5});
+  const Tensor bias = empty({3, 1, 1});
+  const std::array<const Tensor*, 2> mixed{&out, &plain};
+  CHECK_FALSE(same_dense_layout(mixed.data(), 2));
+  const StridedIndexer<2> by_out = make_indexer<2>("test", mixed);
+  CHECK(by_out.ndim == 3);  // N, then H and W merged, then C innermost
+  CHECK(by_out.strides[0][by_out.ndim - 1] == 1);  // out walks its channels innermost
+  check_offsets_any_order<3>({&out, &plain, &bias});
+  const Tensor transposed = empty({5, 4}).t();
+  const Tensor matrix = empty({4, 5});
+  check_offsets_any_order<2>({&transposed, &matrix});
+  const std::array<const Tensor*, 2> pair{&transposed, &matrix};
+  CHECK_FALSE(same_dense_layout(pair.data(), 2));
 }
 
 TEST_CASE("indexing: more dimensions than kernels iterate over is an Error naming the op") {

@@ -86,11 +86,18 @@ TEST_CASE("add: large tensors take the parallel paths") {
   Tensor doubled = a + a;
   CHECK(doubled.data_ptr<double>()[n - 1] == 2.0 * static_cast<double>(n - 1));
   Tensor grid = arange(400 * 300, kInt64).view({400, 300});
-  Tensor transposed = grid.transpose(0, 1) + grid.transpose(0, 1);  // strided path
+  // A contiguous first input orders the result; the transposed second is read strided.
+  Tensor transposed = grid.transpose(0, 1).contiguous() + grid.transpose(0, 1);
   CHECK(transposed.sizes() == IntArrayRef{300, 400});
+  REQUIRE(transposed.is_contiguous());
   const int64_t* data = transposed.data_ptr<int64_t>();
   CHECK(data[1] == 2 * 300);         // element [0, 1] is grid[1, 0] * 2
   CHECK(data[401] == 2 * (300 + 1));  // element [1, 1] is grid[1, 1] * 2
+  // Both transposed: the result is too (as in LibTorch), one contiguous block in memory.
+  const Tensor both = grid.transpose(0, 1) + grid.transpose(0, 1);
+  CHECK(both.strides() == IntArrayRef{1, 300});
+  CHECK(both.data_ptr<int64_t>()[1] == 2 * 1);  // memory order is grid's: element [1, 0] is grid[0, 1] * 2
+  CHECK(equal(both, transposed));
 }
 
 TEST_CASE("add: a short row broadcast over many rows (Note [Short broadcast rows])") {
