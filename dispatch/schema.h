@@ -53,6 +53,10 @@ struct DefaultValue {
 struct AliasInfo {
   std::string set;                    // "a" in Tensor(a) / Tensor(a!)
   bool is_write = false;              // the "!"
+  // The sets the argument is in after the op, when they change: {"*"} in ATen's
+  // `Tensor(a -> *) self` (chunk, split: the results alias self and may alias anything after).
+  // Empty when the argument stays in `set`. Dispatch and autograd read `set` only.
+  std::vector<std::string> after_sets;
   bool operator==(const AliasInfo&) const = default;
 };
 

@@ -31,8 +31,9 @@ namespace strata {
 //                 "int[2]" list of 2 ints, "int[]?" optional list
 //   base     := Tensor | int | SymInt | float | bool | str | Scalar | ScalarType | Device
 //             | Layout | MemoryFormat | Generator   (SymInt is read as int)
-//   alias    := '(' ident ['!'] ')'                 Tensor only; '!' marks a write.
-//                                                   "Tensor(a -> *)" is rejected.
+//   alias    := '(' ident ['!'] ['->' after] ')'   Tensor only; '!' marks a write.
+//   after    := set ('|' set)*, set: ident or '*'   "Tensor(a -> *)": in set a before the op,
+//                                                   in any set after it (ATen's chunk, split)
 //   size     := digits                              1 .. k_max_list_size
 //   default  := None | True | False | int | float | string | ident
 //             | '[' [scalar (',' scalar)*] ']'      scalar: int, float, True or False
@@ -138,7 +139,11 @@ struct DefaultPrinter {
 
 std::string type_text(const SchemaType& type, const std::optional<AliasInfo>& alias) {
   std::string out(base_type_name(type.base));
-  if (alias) out += "(" + alias->set + (alias->is_write ? "!)" : ")");
+  if (alias) {
+    out += "(" + alias->set + (alias->is_write ? "!" : "");
+    for (size_t i = 0; i < alias->after_sets.size(); ++i) out += (i == 0 ? " -> " : "|") + alias->after_sets[i];
+    out += ")";
+  }
   if (!type.is_list) return type.optional ? out + "?" : out;
   if (type.element_optional) out += '?';
   out += '[';
@@ -496,8 +501,10 @@ AliasInfo Parser::parse_alias(BaseType base, size_t paren_pos) {
   AliasInfo alias;
   alias.set = identifier("an alias set name");
   alias.is_write = consume("!");
-  if (peek("->")) {
-    fail(pos_, "alias annotations with '->' such as 'Tensor(a -> *)' are not supported");
+  if (consume("->")) {
+    do {
+      alias.after_sets.emplace_back(consume("*") ? std::string_view("*") : identifier("an alias set name or '*' after '->'"));
+    } while (consume("|"));
   }
   expect(")", "')'");
   return alias;

@@ -439,9 +439,9 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("squeeze(Tensor(a) self) -> Tensor(a)");
   m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
-  m.def("split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]");
-  m.def("split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]", &split_composite);
-  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", &chunk_composite);
+  m.def("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]");
+  m.def("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", &split_composite);
+  m.def("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", &chunk_composite);
   def_structured<&shapes::cat>(m, "cat(Tensor[] tensors, int dim=0) -> Tensor");
   def_structured_out<&shapes::cat, "cat.out">(m, "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", &stack_composite);

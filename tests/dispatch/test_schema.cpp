@@ -1,6 +1,7 @@
 // Tests for the operator schema parser and printer (dispatch/schema_parser.cpp).
 #include <doctest/doctest.h>
 
+#include <strata/dispatch/dispatcher.h>
 #include <strata/dispatch/schema.h>
 #include <strata/tensor/errors.h>
 
@@ -483,8 +484,32 @@ TEST_CASE("schema: rejects malformed schemas with a column and a caret") {
   check_rejected("foo(int[] x=[1,]) -> ()", 16, "expected a default value but found ']'");
   check_rejected("foo(int[] x=[1 2]) -> ()", 16, "expected ',' or ']' but found '2'");
   check_rejected(std::string_view("foo(\x01)", 5), 5, "expected a type but found byte 0x01");
-  check_rejected("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
-                 23, "alias annotations with '->' such as 'Tensor(a -> *)' are not supported");
+  check_rejected("foo(Tensor(a -> ) x) -> ()", 17, "expected an alias set name or '*' after '->' but found ')'");
+  check_rejected("foo(Tensor(a -> *|) x) -> ()", 19, "expected an alias set name or '*' after '->' but found ')'");
+}
+
+TEST_CASE("schema: ATen's 'Tensor(a -> *)' alias annotation parses and prints back") {
+  const std::string text = "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]";
+  const FunctionSchema schema = parse_schema(text);
+  REQUIRE(schema.arguments[0].alias.has_value());
+  CHECK(schema.arguments[0].alias->set == "a");
+  CHECK_FALSE(schema.arguments[0].alias->is_write);
+  CHECK(schema.arguments[0].alias->after_sets == std::vector<std::string>{"*"});
+  CHECK(schema.returns[0].alias->after_sets.empty());
+  CHECK(schema.str() == "split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");
+  CHECK(parse_schema(schema.str()) == schema);
+  const FunctionSchema several = parse_schema("foo(Tensor(a! -> a|b) x, Tensor(b)  y) -> ()");
+  CHECK(several.arguments[0].alias->is_write);
+  CHECK(several.arguments[0].alias->after_sets == std::vector<std::string>{"a", "b"});
+  CHECK(several.str() == "foo(Tensor(a! -> a|b) x, Tensor(b) y) -> ()");
+  // The annotation differs from a plain Tensor(a): schemas compare it.
+  CHECK(parse_schema("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]") !=
+        parse_schema("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"));
+  // strata's chunk, split and split_with_sizes are declared with ATen's text.
+  CHECK(strata::find_op("strata::chunk").schema() ==
+        parse_schema("strata::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"));
+  CHECK(strata::find_op("strata::split_with_sizes").schema() ==
+        parse_schema("strata::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"));
 }
 
 TEST_CASE("schema: error messages name the operator and show a caret") {
