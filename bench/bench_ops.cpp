@@ -12,6 +12,8 @@
 //   machine: the ratios then use the medians.
 //   broadcast add [N, 2] + [2] against the contiguous add [N, 2] + [N, 2], per element, for
 //     outputs of 512 KiB and 4 MiB (the allocator's largest cached block); target: <= 3x.
+//   neg and add on channels-last activations against contiguous ones; target: <= 1.1x (see
+//     neg_layout below).
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_ops
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
@@ -151,6 +153,47 @@ void add_contiguous_rows(benchmark::State& state) {
 }
 BENCHMARK(add_contiguous_rows)->Arg(1 << 16)->Arg(1 << 19)->Unit(benchmark::kMicrosecond);
 
+// ---------------------------------------------------------------------------------------
+// Layouts (Note [Strides of elementwise results], tensor/dim_order.h): neg and add of a
+// [16, 64, 28, 28] activation (3.1 MiB) laid out channels last against the same ops on a
+// contiguous one. The channels-last results are channels last, one dense block walked like a
+// contiguous one (target: ratio <= 1.1). The _into_contiguous forms write a contiguous out
+// from the channels-last input: the work every such op did when results were always
+// contiguous.
+Tensor activation(bool channels_last) {
+  manual_seed(0);
+  Tensor x = randn({16, 64, 28, 28});
+  return channels_last ? x.contiguous(MemoryFormat::ChannelsLast) : x;
+}
+
+void neg_layout(benchmark::State& state) {
+  const Tensor x = activation(state.range(0) != 0);
+  for (auto _ : state) benchmark::DoNotOptimize(neg(x));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(neg_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void neg_into_contiguous(benchmark::State& state) {
+  const Tensor x = activation(true), out = empty(x.sizes());
+  for (auto _ : state) benchmark::DoNotOptimize(neg_out(out, x));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(neg_into_contiguous)->Unit(benchmark::kMicrosecond);
+
+void add_layout(benchmark::State& state) {
+  const Tensor x = activation(state.range(0) != 0), y = x.clone();
+  for (auto _ : state) benchmark::DoNotOptimize(add(x, y));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void add_into_contiguous(benchmark::State& state) {
+  const Tensor x = activation(true), y = x.clone(), out = empty(x.sizes());
+  for (auto _ : state) benchmark::DoNotOptimize(add_out(out, x, y));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(add_into_contiguous)->Unit(benchmark::kMicrosecond);
+
 // Medium elementwise ops, 16K floats (a 64 x 256 activation): one serial chunk each, the size
 // at which the loops first ran scalar (Note [Loops kept out of line], ops/elementwise.h).
 constexpr int64_t kMediumElements = int64_t{1} << 14;
@@ -217,6 +260,27 @@ void torch_add_medium(benchmark::State& state) {
   set_add_bytes(state, kMediumElements);
 }
 BENCHMARK(torch_add_medium);
+
+torch::Tensor torch_activation(bool channels_last) {
+  torch::set_num_threads(1);
+  torch::manual_seed(0);
+  torch::Tensor x = torch::randn({16, 64, 28, 28});
+  return channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+}
+
+void torch_neg_layout(benchmark::State& state) {
+  const torch::Tensor x = torch_activation(state.range(0) != 0);
+  for (auto _ : state) benchmark::DoNotOptimize(torch::neg(x));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(torch_neg_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void torch_add_layout(benchmark::State& state) {
+  const torch::Tensor x = torch_activation(state.range(0) != 0), y = x.clone();
+  for (auto _ : state) benchmark::DoNotOptimize(torch::add(x, y));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(torch_add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void torch_where_scalar_other(benchmark::State& state) {
   torch::set_num_threads(1);

@@ -99,6 +99,26 @@ TEST_CASE("result strides: non-dense, expanded and permuted inputs") {
   CHECK(exp(tensor(2.0)).dim() == 0);
 }
 
+TEST_CASE("result strides: size-1 dims, overlaps and three inputs, as LibTorch 1.13 lays them out") {
+  // Every expectation here was printed by LibTorch 1.13 for the same tensors.
+  const auto strided = [](std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    return empty_strided(sizes, strides).fill_(1);
+  };
+  CHECK(strides_of(exp(strided({3, 1, 2}, {2, 1, 8}))) == std::vector<int64_t>{1, 1, 3});  // a gap, a size-1 dim
+  CHECK(strides_of(exp(strided({2, 2}, {1, 1}))) == std::vector<int64_t>{2, 1});  // overlapping: a tie stays
+  CHECK(strides_of(exp(strided({2, 3}, {1, 1}))) == std::vector<int64_t>{1, 2});  // a tie: the smaller dim inside
+  CHECK(strides_of(strided({3, 1, 2}, {1, 1, 3}) + ones({3, 1, 2})) == std::vector<int64_t>{1, 1, 3});
+  CHECK(strides_of(ones({4, 1}) + strided({4, 3}, {1, 4})) == std::vector<int64_t>{1, 4});
+  const Tensor condition = ones({2, 3, 4}, kBool).permute({2, 1, 0});
+  CHECK(strides_of(where(condition, strided({4, 3, 2}, {1, 8, 4}), ones({4, 3, 2}))) ==
+        std::vector<int64_t>{1, 4, 12});
+  CHECK(strides_of(exp(ones({4, 6, 5}).permute({2, 0, 1}).slice(1, 0, 4, 2))) == std::vector<int64_t>{1, 30, 5});
+  // Contiguous inputs with odd strides on size-1 dims give a contiguous result.
+  CHECK(strides_of(exp(strided({2, 1, 3}, {3, 1, 1}))) == std::vector<int64_t>{3, 3, 1});
+  CHECK(strides_of(exp(strided({3, 1, 2}, {1, 1, 3}))) == std::vector<int64_t>{1, 1, 3});
+  CHECK(strides_of(exp(strided({2, 3, 1}, {1, 2, 1}))) == std::vector<int64_t>{1, 2, 1});
+}
+
 TEST_CASE("result strides: the rule on stride lists, and out= / in-place / Meta") {
   // innermost_first on plain lists: the first operand decides, stride 0 defers to the next.
   const std::vector<int64_t> sizes{2, 3, 4};
