@@ -34,7 +34,19 @@ inline void check_cat_input(const Tensor& reference, const Tensor& t, size_t ind
                        index, " of shape ", t.sizes(), " (first kept tensor has shape ", reference.sizes(), ")");
 }
 
-// Type promotion across every input; sizes of the first kept input with dim summed.
+// As in LibTorch, cat's result takes the memory format every input suggests (channels-last
+// inputs give a channels-last result); inputs that disagree, a skipped empty one included,
+// give a contiguous result. Empty strides: contiguous.
+inline DimVector cat_strides(const tensor_list& tensors, IntArrayRef sizes) {
+  const MemoryFormat format = detail::suggest_memory_format(tensors[0].sizes(), tensors[0].strides());
+  if (format == MemoryFormat::Contiguous) return {};
+  for (const Tensor& t : tensors)
+    if (detail::suggest_memory_format(t.sizes(), t.strides()) != format) return {};
+  return detail::strides_for(sizes, format);
+}
+
+// Type promotion across every input; sizes of the first kept input with dim summed; strides
+// from cat_strides.
 inline TensorMeta cat(const tensor_list& tensors, int64_t dim) {
   STRATA_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
   const Tensor* reference = nullptr;
@@ -56,7 +68,7 @@ inline TensorMeta cat(const tensor_list& tensors, int64_t dim) {
     check_cat_input(*reference, tensors[i], i, d);
     sizes[d] += tensors[i].sizes()[d];
   }
-  return {sizes, dtype, device};
+  return {sizes, dtype, device, cat_strides(tensors, sizes)};
 }
 
 // The strides of a copy of self in `format`: self's own when Preserve keeps them, else the

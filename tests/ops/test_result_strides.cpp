@@ -113,6 +113,16 @@ TEST_CASE("result strides: size-1 dims, overlaps and three inputs, as LibTorch 1
   CHECK(strides_of(where(condition, strided({4, 3, 2}, {1, 8, 4}), ones({4, 3, 2}))) ==
         std::vector<int64_t>{1, 4, 12});
   CHECK(strides_of(exp(ones({4, 6, 5}).permute({2, 0, 1}).slice(1, 0, 4, 2))) == std::vector<int64_t>{1, 30, 5});
+  // cat takes the memory format all its inputs suggest, else contiguous.
+  const Tensor x = channels_last(), plain = x.contiguous();
+  CHECK(strides_of(cat({x, x}, 1)) == std::vector<int64_t>{120, 1, 30, 6});
+  CHECK(strides_of(cat({x, x}, 0)) == std::vector<int64_t>{60, 1, 15, 3});
+  CHECK(strides_of(cat({x, x}, 3)) == std::vector<int64_t>{120, 1, 30, 3});
+  CHECK(strides_of(cat({x, plain}, 1)) == std::vector<int64_t>{120, 20, 5, 1});
+  CHECK(strides_of(cat({plain, x}, 1)) == std::vector<int64_t>{120, 20, 5, 1});
+  CHECK(strides_of(cat({x, empty({0}), x}, 1)) == std::vector<int64_t>{120, 20, 5, 1});
+  CHECK(equal(cat({x, x}, 1), cat({plain, plain}, 1)));
+  CHECK(equal(cat({x, x}, 3), cat({plain, plain}, 3)));
   // Contiguous inputs with odd strides on size-1 dims give a contiguous result.
   CHECK(strides_of(exp(strided({2, 1, 3}, {3, 1, 1}))) == std::vector<int64_t>{3, 3, 1});
   CHECK(strides_of(exp(strided({3, 1, 2}, {1, 1, 3}))) == std::vector<int64_t>{1, 1, 3});
