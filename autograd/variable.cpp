@@ -192,11 +192,12 @@ bool obeys_layout_contract(const Tensor& grad, const TensorImpl& leaf) {
   return true;
 }
 
-// A copy of `grad` (no history) laid out as the contract wants.
+// A copy of `grad` laid out as the contract wants: differentiable (clone, copy_) when `grad`
+// carries history under create_graph.
 Tensor copy_obeying_contract(const Tensor& grad, const TensorImpl& leaf) {
-  if (!keeps_leaf_layout(leaf)) return grad.detach().clone(MemoryFormat::Contiguous);
-  Tensor copy = empty_strided(leaf.sizes(), leaf.strides(), grad.options());
-  copy.copy_(grad.detach());
+  if (!keeps_leaf_layout(leaf)) return grad.clone(MemoryFormat::Contiguous);
+  Tensor copy = empty_strided(leaf.sizes(), leaf.strides(), grad.options().requires_grad(false));
+  copy.copy_(grad);
   return copy;
 }
 }  // namespace
@@ -216,9 +217,9 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   }
   if (!meta.grad_.defined()) {
     const bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1;
-    if (is_grad_enabled()) meta.grad_ = grad.clone();
-    else
-      meta.grad_ = exclusive && obeys_layout_contract(grad, *leaf_) ? grad.detach() : copy_obeying_contract(grad, *leaf_);
+    const bool obeys = obeys_layout_contract(grad, *leaf_);
+    if (is_grad_enabled()) meta.grad_ = obeys ? grad.clone() : copy_obeying_contract(grad, *leaf_);
+    else meta.grad_ = exclusive && obeys ? grad.detach() : copy_obeying_contract(grad.detach(), *leaf_);
   } else if (is_grad_enabled()) {
     meta.grad_ = meta.grad_ + grad;  // create_graph: keep the sum differentiable
   } else if (!accumulate_small_float(meta.grad_, grad)) {

@@ -233,6 +233,17 @@ TEST_CASE("result strides: .grad is laid out like its leaf (LibTorch's gradient 
   (x * 1.0).sum().backward();
   CHECK(x.grad().is_contiguous(MemoryFormat::ChannelsLast));
   CHECK(equal(x.grad(), full({2, 3, 4, 5}, 3.0f)));
+  // Under create_graph the copy into the leaf's layout is differentiable.
+  const Tensor y = channels_last().detach().requires_grad_();
+  (y * y).sum().backward({}, false, /*create_graph=*/true);
+  CHECK(y.grad().is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(y.grad().requires_grad());
+  CHECK(equal(y.grad().detach(), channels_last() * 2.0));
+  const Tensor w = transposed().detach().requires_grad_();
+  (w * ones({3, 2})).sum().backward({}, false, /*create_graph=*/true);  // a contiguous gradient
+  CHECK(strides_of(w.grad()) == std::vector<int64_t>{1, 3});
+  const Tensor second = autograd::grad({(w.grad() * w).sum()}, {w})[0];  // d/dw of sum(grad * w)
+  CHECK(equal(second, ones({3, 2})));
 }
 
 TEST_CASE("result strides: an optimizer steps a channels-last parameter in place, as a contiguous one") {
