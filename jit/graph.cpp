@@ -213,7 +213,8 @@ tensor_list detail::run_graph(const Graph& graph, const tensor_list& inputs, ten
 // compiled function under grad, like Graph::run (Note [Prepared replay]), replays its graph on
 // every call. A PreparedGraph works these out once. A node
 // whose schema is one of a few common call shapes (a tensor; two tensors; a tensor and a
-// Scalar; either with a Scalar alpha; linear's two tensors and an optional one), with value
+// Scalar; either with a Scalar alpha; linear's two tensors and an optional one; clone's tensor
+// and optional memory format), with value
 // operands and number constants, keeps a typed handle and its constants as Scalars. It is
 // called as eager code calls it, through the same dispatcher entry, so autograd, tracing and
 // replaced kernels see the same call and the results are eager's bit for bit. Every other node
@@ -230,15 +231,17 @@ using TensorScalarOp = TypedOperatorHandle<Tensor(const Tensor&, const Scalar&)>
 using Tensor2ScalarOp = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&, const Scalar&)>;
 using TensorScalar2Op = TypedOperatorHandle<Tensor(const Tensor&, const Scalar&, const Scalar&)>;
 using Tensor2OptionalOp = TypedOperatorHandle<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>;
-// The alternatives' order is the call shape's code: "T", "TT", "TS", "TTS", "TSS", "TTO".
+using TensorFormatOp = TypedOperatorHandle<Tensor(const Tensor&, std::optional<MemoryFormat>)>;
+// The alternatives' order is the call shape's code: "T", "TT", "TS", "TTS", "TSS", "TTO", "TM".
 using TypedCall = std::variant<std::monostate, Tensor1Op, Tensor2Op, TensorScalarOp, Tensor2ScalarOp, TensorScalar2Op,
-                               Tensor2OptionalOp>;
+                               Tensor2OptionalOp, TensorFormatOp>;
 
 struct Step {
   size_t node = 0;
   TypedCall call;  // monostate: run as Graph::run does
   std::array<int, 3> tensors{-1, -1, -1};  // value ids in argument order; -1: a None Tensor?
   std::array<Scalar, 2> scalars;
+  std::optional<MemoryFormat> format;  // "TM": a constant memory format, or None
   int out = -1;
   std::vector<int> release;  // values no later node reads
 };
@@ -269,6 +272,10 @@ TypedCall typed_call(const Node& node, Step& step) {
                operand.constant.is_number() && scalars < step.scalars.size()) {
       shape += 'S';
       step.scalars[scalars++] = operand.constant.to_scalar();
+    } else if (type.base == BaseType::MemoryFormat && type.optional && shape == "T" && operand.is_constant() &&
+               (operand.constant.is_none() || operand.constant.is_int())) {
+      shape += 'M';
+      if (!operand.constant.is_none()) step.format = operand.constant.to_memory_format();
     } else {
       return {};
     }
@@ -282,6 +289,7 @@ TypedCall typed_call(const Node& node, Step& step) {
     if (shape == "TTS") return op.typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>();
     if (shape == "TSS") return op.typed<Tensor(const Tensor&, const Scalar&, const Scalar&)>();
     if (shape == "TTO") return op.typed<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)>();
+    if (shape == "TM") return op.typed<Tensor(const Tensor&, std::optional<MemoryFormat>)>();
   } catch (const TypeError&) {
   }
   return {};
@@ -304,10 +312,11 @@ Tensor call_typed(const Step& step, const std::vector<Tensor>& env) {
     case 3: return std::get<TensorScalarOp>(step.call).call(env[t[0]], s[0]);
     case 4: return std::get<Tensor2ScalarOp>(step.call).call(env[t[0]], env[t[1]], s[0]);
     case 5: return std::get<TensorScalar2Op>(step.call).call(env[t[0]], s[0], s[1]);
-    default: {
+    case 6: {
       const std::optional<Tensor> third = t[2] < 0 ? std::nullopt : std::optional<Tensor>(env[t[2]]);
       return std::get<Tensor2OptionalOp>(step.call).call(env[t[0]], env[t[1]], third);
     }
+    default: return std::get<TensorFormatOp>(step.call).call(env[t[0]], step.format);
   }
 }
 

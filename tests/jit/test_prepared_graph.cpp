@@ -47,7 +47,7 @@ TEST_CASE("jit prepared graph: other call shapes run boxed, mixed with typed one
     Tensor z = no_bias(h) - in[1] * 2.0;  // linear with None bias, mul.Scalar, sub.Tensor (T T S)
     Tensor s = softmax(z, 1);             // an int argument: boxed
     Tensor c = cat({s, z}, 0);            // a list: boxed
-    Tensor d = c.clone();                 // a memory format (None): boxed
+    Tensor d = c.clone();                 // clone with memory_format=None (T M)
     d.mul_(3.0);                          // in place: boxed
     return {d.sum(0), maximum(z, s)};     // sum.dim_IntList boxed, maximum (T T)
   };
@@ -58,7 +58,7 @@ TEST_CASE("jit prepared graph: other call shapes run boxed, mixed with typed one
   size_t constants = 0;
   for (const jit::Node& node : graph.nodes()) constants += node.op == "prim::Constant";
   CHECK(constants == 3);  // two weights, one bias
-  CHECK(prepared.typed_nodes() == 6);
+  CHECK(prepared.typed_nodes() == 7);
   CHECK(prepared.typed_nodes() < graph.nodes().size() - constants);
 
   for (int round = 0; round < 2; ++round) {  // a prepared graph runs again and again
@@ -114,4 +114,24 @@ TEST_CASE("jit prepared graph: inputs on another device run as Graph::run does, 
                                             {"expected 1 inputs"});
   strata::testing::expect_error<TypeError>([&] { prepared.run({ones({8}, kFloat64)}); }, "[jit::Graph::run]",
                                            {"dtype"});
+}
+
+TEST_CASE("jit prepared graph: clone with a constant memory format runs typed and lays out as eager") {
+  auto fn = [](const tensor_list& in) -> tensor_list {
+    return {in[0].clone(MemoryFormat::ChannelsLast), relu(in[0]).clone()};
+  };
+  const tensor_list example{randn({2, 3, 4, 5})};
+  const jit::Graph graph = jit::trace(fn, example);
+  const jit::detail::PreparedGraph prepared(graph);
+  INFO(graph.str());
+  CHECK(prepared.typed_nodes() == 3);  // clone (T M) twice, relu (T)
+  const tensor_list inputs{randn({2, 3, 4, 5}).contiguous(MemoryFormat::ChannelsLast)};
+  const tensor_list eager = fn(inputs);
+  const tensor_list replayed = prepared.run(inputs);
+  REQUIRE(replayed.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(same_bits(replayed[i], eager[i]));
+    CHECK(replayed[i].strides() == eager[i].strides());
+    CHECK(replayed[i].is_contiguous(MemoryFormat::ChannelsLast));
+  }
 }
