@@ -12,8 +12,8 @@
 //   machine: the ratios then use the medians.
 //   broadcast add [N, 2] + [2] against the contiguous add [N, 2] + [N, 2], per element, for
 //     outputs of 512 KiB and 4 MiB (the allocator's largest cached block); target: <= 3x.
-//   neg and add on channels-last activations against contiguous ones; target: <= 1.1x (see
-//     neg_layout below).
+//   neg, add and the global average pool on channels-last activations against contiguous
+//     ones; target: <= 1.1x (see neg_layout below).
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_ops
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
@@ -194,6 +194,15 @@ void add_into_contiguous(benchmark::State& state) {
 }
 BENCHMARK(add_into_contiguous)->Unit(benchmark::kMicrosecond);
 
+// The global average pool of the same activation, mean over H and W: a channels-last input is
+// folded in memory order in place (ops/reduce.h reduce_input), not copied first.
+void mean_hw_layout(benchmark::State& state) {
+  const Tensor x = activation(state.range(0) != 0);
+  for (auto _ : state) benchmark::DoNotOptimize(mean(x, {2, 3}, /*keepdim=*/true));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(mean_hw_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 // Medium elementwise ops, 16K floats (a 64 x 256 activation): one serial chunk each, the size
 // at which the loops first ran scalar (Note [Loops kept out of line], ops/elementwise.h).
 constexpr int64_t kMediumElements = int64_t{1} << 14;
@@ -281,6 +290,13 @@ void torch_add_layout(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
 BENCHMARK(torch_add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void torch_mean_hw_layout(benchmark::State& state) {
+  const torch::Tensor x = torch_activation(state.range(0) != 0);
+  for (auto _ : state) benchmark::DoNotOptimize(torch::mean(x, {2, 3}, /*keepdim=*/true));
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(torch_mean_hw_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void torch_where_scalar_other(benchmark::State& state) {
   torch::set_num_threads(1);

@@ -6,8 +6,10 @@
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/structured.h>
+#include <strata/tensor/dim_order.h>
 
 #include <cstring>
+#include <span>
 #include <vector>
 
 namespace strata {
@@ -18,14 +20,41 @@ namespace detail {
 
 namespace {
 
-// A contiguous input whose reduced dims (ignoring size 1) form one run maps onto a layout
-// directly; anything else is permuted to (kept..., reduced...) and copied once.
-std::optional<ReduceLayout> direct_layout(const Tensor& input, const ReduceShape& shape) {
-  if (!input.is_contiguous()) return std::nullopt;
+// The dims of a dense input outermost first in memory order, when the fold can read it in
+// place: kept dims (and for FoldOrder::row_major reduced dims) in their logical order, so that
+// the output is written in its own order and positions are row-major flat indices.
+std::optional<DimVector> memory_order(const Tensor& input, const ReduceShape& shape, FoldOrder order) {
+  const auto ndim = static_cast<size_t>(input.dim());
+  DimVector dims(ndim);
+  if (input.is_contiguous()) {
+    for (size_t d = 0; d < ndim; ++d) dims[d] = static_cast<int64_t>(d);
+    return dims;
+  }
+  if (!input.is_non_overlapping_and_dense()) return std::nullopt;
+  const IntArrayRef strides = input.strides();
+  const DimVector inner_first = innermost_first(input.sizes(), std::span<const IntArrayRef>(&strides, 1));
+  int64_t last_kept = -1, last_reduced = -1;
+  for (size_t i = 0; i < ndim; ++i) {
+    const int64_t d = inner_first[ndim - 1 - i];
+    dims[i] = d;
+    if (input.sizes()[static_cast<size_t>(d)] == 1) continue;
+    int64_t& last = shape.reduced[static_cast<size_t>(d)] ? last_reduced : last_kept;
+    if (d < last && (&last == &last_kept || order == FoldOrder::row_major)) return std::nullopt;
+    last = d;
+  }
+  return dims;
+}
+
+// An input that is one block in memory order with its reduced dims (ignoring size 1) in one
+// run maps onto a layout directly; anything else is permuted to (kept..., reduced...) and
+// copied once.
+std::optional<ReduceLayout> direct_layout(const Tensor& input, const ReduceShape& shape, FoldOrder order) {
+  const std::optional<DimVector> dims = memory_order(input, shape, order);
+  if (!dims) return std::nullopt;
   ReduceLayout layout;
   int phase = 0;  // 0: before the reduced run, 1: inside it, 2: after it
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    const int64_t size = input.sizes()[d];
+  for (const int64_t d : *dims) {
+    const int64_t size = input.sizes()[static_cast<size_t>(d)];
     if (size == 1) continue;
     if (shape.reduced[d]) {
       if (phase == 2) return std::nullopt;
@@ -56,8 +85,8 @@ Tensor kept_then_reduced(const Tensor& input, const ReduceShape& shape, ReduceLa
 
 }  // namespace
 
-Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout) {
-  if (std::optional<ReduceLayout> direct = direct_layout(self, shape)) {
+Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout, FoldOrder order) {
+  if (std::optional<ReduceLayout> direct = direct_layout(self, shape, order)) {
     layout = *direct;
     return self;
   }
@@ -211,7 +240,7 @@ void sum_into(const Tensor& out, const Tensor& self, const ReduceShape& shape, s
     return;
   }
   ReduceLayout layout;
-  input = detail::reduce_input(input, shape, layout);
+  input = detail::reduce_input(input, shape, layout, detail::FoldOrder::any);
   visit_dtype(input.dtype(), [&]<class T>() {
     const T* x = detail::data_of<T>(input);
     if (out.dtype() == input.dtype()) sum_layout<T, T>(x, detail::data_of<T>(out), layout);
@@ -251,7 +280,7 @@ void prod_into(const Tensor& out, const Tensor& self, const ReduceShape& shape) 
   if (out.numel() == 0) return;
   ReduceLayout layout;
   const Tensor input = detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype),
-                                            shape, layout);
+                                            shape, layout, detail::FoldOrder::any);
   visit_dtype(shape.dtype, [&]<class T>() {
     detail::fold_layout<T>(detail::data_of<T>(input), layout, ProdReducer<T>{detail::data_of<T>(out)});
   });

@@ -29,16 +29,25 @@ inline void finish_output(const Tensor& out, const Tensor& written) {
 // Note [Reduction layout]
 // A reduction reads its input as a contiguous [outer, reduced, inner] block and writes the
 // output as [outer, inner]: each output element folds `reduced` values spaced `inner` apart.
-// A contiguous input whose reduced dims (size-1 dims ignored) form one run is read in place;
-// any other input is copied once with its kept dims first. Either way the fold visits the
+// A contiguous input whose reduced dims (size-1 dims ignored) form one run is read in place,
+// and so is a dense input in another order of dims that is such a block in memory order (see
+// reduce_input); any other input is copied once with its kept dims first. Either way the fold visits the
 // reduced elements in row-major order of the reduced dims, so a position r in the fold is
 // the flat index an argmax over several dims reports.
 struct ReduceLayout {
   int64_t outer = 1, reduced = 1, inner = 1;
 };
 
-// The input to fold (self, or a contiguous copy) and its layout.
-Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout);
+// Whether the fold must visit the reduced elements in row-major order of the reduced dims
+// (argmax reports positions) or may take them in memory order (sums, products, moments).
+enum class FoldOrder { row_major, any };
+
+// The input to fold (self, or a contiguous copy) and its layout. A dense input in another order
+// of dims (channels last, transposed) is read in place, in memory order, when its kept dims
+// keep their order there (and, for FoldOrder::row_major, its reduced dims too): the global
+// average pool of a channels-last activation reads it without a copy.
+Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& layout,
+                    FoldOrder order = FoldOrder::row_major);
 
 // Folds every output element of the layout with `reducer`, which provides:
 //   using Acc = ...;                               the running state of one output element

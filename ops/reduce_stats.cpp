@@ -35,7 +35,8 @@ void fold_floating(const Tensor& out, const Tensor& self, const ReduceShape& sha
   const Tensor target = detail::writable_output(out, self);
   ReduceLayout layout;
   const Tensor input =
-      detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype), shape, layout);
+      detail::reduce_input(self.dtype() == shape.dtype ? self : detail::cast_to(self, shape.dtype), shape, layout,
+                           detail::FoldOrder::any);
   visit_dtype(shape.dtype, [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>))
       detail::fold_layout<T>(detail::data_of<T>(input), layout, make_reducer(detail::data_of<T>(target)));

@@ -265,3 +265,33 @@ TEST_CASE("result strides: an optimizer steps a channels-last parameter in place
   CHECK(p.data_ptr() == p_data);
   CHECK(allclose(p, q, 1e-6, 1e-7));
 }
+
+TEST_CASE("result strides: reductions read a dense input of another layout in memory order, with the same results") {
+  manual_seed(5);
+  const Tensor plain = randn({4, 6, 5, 7}, kFloat64);
+  const Tensor x = plain.contiguous(MemoryFormat::ChannelsLast);
+  // Sums, means, products and moments may fold in memory order: equal up to rounding.
+  CHECK(allclose(mean(x, {2, 3}, true), mean(plain, {2, 3}, true)));  // a global average pool
+  CHECK(allclose(sum(x, {1}), sum(plain, {1})));
+  CHECK(allclose(sum(x), sum(plain)));
+  CHECK(allclose(sum(x, {0, 2}), sum(plain, {0, 2})));  // kept dims C, W; not one run in memory: copied
+  CHECK(allclose(prod(x / 2.0 + 1.0, 1), prod(plain / 2.0 + 1.0, 1)));
+  CHECK(allclose(var(x, {2, 3}), var(plain, {2, 3})));
+  CHECK(sum(x, {1}).is_contiguous());
+  // Positions stay row-major flat indices: max over one dim, and argmax over all dims (whose
+  // memory order differs from the logical one, so that input is copied).
+  const auto [values, indices] = max(x, 1);
+  const auto [plain_values, plain_indices] = max(plain, 1);
+  CHECK(equal(values, plain_values));
+  CHECK(equal(indices, plain_indices));
+  CHECK(equal(argmax(x), argmax(plain)));
+  // A transposed matrix along either dim.
+  const Tensor t = transposed().to(kFloat64);
+  CHECK(equal(sum(t, {0}), sum(t.contiguous(), {0})));
+  CHECK(equal(sum(t, {1}), sum(t.contiguous(), {1})));
+  CHECK(equal(argmax(t, 0), argmax(t.contiguous(), 0)));
+  // Integer sums are exact in any order.
+  const Tensor ints = arange(4 * 6 * 5 * 7, kInt64).reshape({4, 6, 5, 7});
+  CHECK(equal(sum(ints.contiguous(MemoryFormat::ChannelsLast)), sum(ints)));
+  CHECK(equal(sum(ints.contiguous(MemoryFormat::ChannelsLast), {2, 3}), sum(ints, {2, 3})));
+}
