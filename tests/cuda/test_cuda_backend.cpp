@@ -93,6 +93,38 @@ TEST_CASE("cuda backend: pin_memory factories, and dense strides kept on the way
                  conv2d(x, weight, {}, {1, 1}, {1, 1}), 1e-4, 1e-3));
 }
 
+// Note [Strides of elementwise results] on the device: results have the CPU's strides, and
+// operands sharing a permuted dense layout take the linear-index kernel (same_dense_layout)
+// while mixed layouts take the stride-ordered indexer; both must give the CPU's values.
+TEST_CASE("cuda backend: elementwise results follow their inputs' layout, with the CPU's values" *
+          doctest::skip(gpu_missing)) {
+  manual_seed(11);
+  const Tensor plain = randn({4, 6, 5, 7});
+  const Tensor x = plain.contiguous(MemoryFormat::ChannelsLast);
+  const Tensor t = randn({37, 53}).t();
+  const Tensor xd = x.to(kCUDA), plain_d = plain.to(kCUDA), td = t.to(kCUDA);
+  const auto same = [](const Tensor& device, const Tensor& cpu) {
+    CHECK(device.strides() == cpu.strides());
+    CHECK(allclose(device.cpu(), cpu, 1e-5, 1e-6));
+  };
+  same(relu(xd), relu(x));
+  same(xd * 2.0 + 1.0, x * 2.0 + 1.0);
+  same(xd + plain_d, x + plain);  // mixed: channels last from the first input
+  same(plain_d + xd, plain + x);
+  same(exp(td), exp(t));
+  same(td + td.contiguous(), t + t.contiguous());
+  same(where(gt(xd, 0.0), xd, plain_d), where(gt(x, 0.0), x, plain));
+  same(gelu(xd), gelu(x));
+  same(cat({xd, xd}, 1), cat({x, x}, 1));
+  same(xd.to(kFloat16).to(kFloat32), x.to(kFloat16).to(kFloat32));
+  CHECK(allclose(mean(xd, {2, 3}, true).cpu(), mean(x, {2, 3}, true), 1e-5, 1e-6));
+  // .grad of a channels-last leaf on the device is channels last.
+  const Tensor leaf = xd.detach().requires_grad_();
+  (leaf * leaf).sum().backward();
+  CHECK(leaf.grad().is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(allclose(leaf.grad().cpu(), x * 2.0, 1e-5, 1e-6));
+}
+
 TEST_CASE("cuda backend: streams order work and events time it" * doctest::skip(gpu_missing)) {
   cuda::Stream stream = cuda::Stream::create();
   CHECK_FALSE(stream.is_default());
