@@ -169,6 +169,115 @@ void conv_backward(const T* grad, const T* x, const T* weight, T* grad_input, T*
     for (int64_t i = 0; i < weight_numel; ++i) grad_weight[i] += partial[static_cast<size_t>(chunk * weight_numel + i)];
 }
 
+// ---------------------------------------------------------------------------------------
+// conv2d in NHWC (Note [Channels-last convolutions] in shapes/conv.h): the input is [N, H, W, C]
+// in memory, the weight [OC, kH, kW, C/groups] (OHWI) and the output [N, OH, OW, OC], so for
+// one sample and group the output is the matrix columns * W_g^T with one row per output
+// position: columns[oh * out_w + ow][(i * kW + j) * group_in + c] = x[h][w][g * group_in + c].
+
+template <class T>
+using StridedMap = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using ConstStridedMap = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;
+
+template <class T>
+void im2col_nhwc(const T* x, const ConvShape& s, int64_t group, T* columns) {
+  const int64_t cin = s.group_in(), patch = s.patch();
+  for (int64_t oh = 0; oh < s.out_h; ++oh) {
+    for (int64_t ow = 0; ow < s.out_w; ++ow) {
+      T* row = columns + (oh * s.out_w + ow) * patch;
+      for (int64_t i = 0; i < s.kernel_h; ++i) {
+        const int64_t h = oh * s.stride_h - s.pad_h + i * s.dilation_h;
+        for (int64_t j = 0; j < s.kernel_w; ++j) {
+          const int64_t w = ow * s.stride_w - s.pad_w + j * s.dilation_w;
+          T* out = row + (i * s.kernel_w + j) * cin;
+          if (h < 0 || h >= s.height || w < 0 || w >= s.width) std::fill(out, out + cin, T(0));
+          else std::copy_n(x + (h * s.width + w) * s.channels + group * cin, cin, out);
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col_nhwc: adds every column entry back into its input position.
+template <class T>
+void col2im_nhwc(const T* columns, const ConvShape& s, int64_t group, T* x) {
+  const int64_t cin = s.group_in(), patch = s.patch();
+  for (int64_t oh = 0; oh < s.out_h; ++oh) {
+    for (int64_t ow = 0; ow < s.out_w; ++ow) {
+      const T* row = columns + (oh * s.out_w + ow) * patch;
+      for (int64_t i = 0; i < s.kernel_h; ++i) {
+        const int64_t h = oh * s.stride_h - s.pad_h + i * s.dilation_h;
+        if (h < 0 || h >= s.height) continue;
+        for (int64_t j = 0; j < s.kernel_w; ++j) {
+          const int64_t w = ow * s.stride_w - s.pad_w + j * s.dilation_w;
+          if (w < 0 || w >= s.width) continue;
+          const T* in = row + (i * s.kernel_w + j) * cin;
+          T* out = x + (h * s.width + w) * s.channels + group * cin;
+          for (int64_t c = 0; c < cin; ++c) out[c] += in[c];
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void conv_forward_nhwc(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
+  const int64_t plane = s.out_plane(), patch = s.patch(), in_sample = s.height * s.width * s.channels;
+  for_each_sample_chunk(s, sample_chunks(s), [&](int64_t begin, int64_t end, int64_t) {
+    std::vector<T> columns(is_pointwise(s) ? 0 : static_cast<size_t>(patch * plane));
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        StridedMap<T> out(y + n * plane * s.out_channels + g * s.group_out(), plane, s.group_out(),
+                          Eigen::OuterStride<>(s.out_channels));
+        const ConstMatrixMap<T> weight_g(weight + g * s.group_out() * patch, s.group_out(), patch);
+        if (is_pointwise(s)) {  // the input rows are the columns
+          out.noalias() = ConstStridedMap<T>(x + n * in_sample + g * s.group_in(), plane, patch,
+                                             Eigen::OuterStride<>(s.channels)) * weight_g.transpose();
+        } else {
+          im2col_nhwc(x + n * in_sample, s, g, columns.data());
+          out.noalias() = ConstMatrixMap<T>(columns.data(), plane, patch) * weight_g.transpose();
+        }
+        if (bias)
+          out.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias + g * s.group_out(), s.group_out());
+      }
+    }
+  });
+}
+
+// As conv_backward (Note [conv2d backward]), in NHWC: grad_input = col2im(grad_g * W_g) and
+// grad_weight = sum over samples of grad_g^T * columns, in OHWI.
+template <class T>
+void conv_backward_nhwc(const T* grad, const T* x, const T* weight, T* grad_input, T* grad_weight,
+                        const ConvShape& s) {
+  const int64_t plane = s.out_plane(), patch = s.patch(), in_sample = s.height * s.width * s.channels;
+  const int64_t chunks = sample_chunks(s), weight_numel = s.out_channels * patch;
+  std::vector<T> partial(grad_weight ? static_cast<size_t>(chunks * weight_numel) : 0, T(0));
+  for_each_sample_chunk(s, chunks, [&](int64_t begin, int64_t end, int64_t chunk) {
+    std::vector<T> columns(static_cast<size_t>(patch * plane));
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const ConstStridedMap<T> grad_g(grad + n * plane * s.out_channels + g * s.group_out(), plane, s.group_out(),
+                                        Eigen::OuterStride<>(s.out_channels));
+        const ConstMatrixMap<T> weight_g(weight + g * s.group_out() * patch, s.group_out(), patch);
+        if (grad_input) {
+          MatrixMap<T>(columns.data(), plane, patch).noalias() = grad_g * weight_g;
+          col2im_nhwc(columns.data(), s, g, grad_input + n * in_sample);
+        }
+        if (grad_weight) {
+          im2col_nhwc(x + n * in_sample, s, g, columns.data());
+          MatrixMap<T>(partial.data() + chunk * weight_numel + g * s.group_out() * patch, s.group_out(), patch)
+              .noalias() += grad_g.transpose() * ConstMatrixMap<T>(columns.data(), plane, patch);
+        }
+      }
+    }
+  });
+  if (!grad_weight) return;
+  std::fill(grad_weight, grad_weight + weight_numel, T(0));
+  for (int64_t chunk = 0; chunk < chunks; ++chunk)
+    for (int64_t i = 0; i < weight_numel; ++i) grad_weight[i] += partial[static_cast<size_t>(chunk * weight_numel + i)];
+}
+
 // Calls fn.template operator()<C>() with C the float compute type of dtype (float16 and
 // bfloat16 compute in float).
 template <class Fn>
@@ -192,11 +301,37 @@ void write_back(const Tensor& out, const Tensor& dense) {
   if (!dense.is_same(out)) detail::copy_kernel(out, dense);
 }
 
+// dense() and dense_destination() in channels-last order (NHWC for activations, OHWI for
+// weights).
+Tensor dense_channels_last(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() == dtype && t.is_contiguous(MemoryFormat::ChannelsLast)) return t;
+  Tensor copy = detail::empty_from_meta(
+      TensorMeta(t.sizes(), dtype, t.device(), detail::strides_for(t.sizes(), MemoryFormat::ChannelsLast)));
+  detail::copy_kernel(copy, t);
+  return copy;
+}
+Tensor dense_channels_last_destination(const Tensor& out, ScalarType dtype) {
+  if (out.dtype() == dtype && out.is_contiguous(MemoryFormat::ChannelsLast)) return out;
+  return detail::empty_from_meta(
+      TensorMeta(out.sizes(), dtype, out.device(), detail::strides_for(out.sizes(), MemoryFormat::ChannelsLast)));
+}
+
 void conv2d_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   if (out.numel() == 0) return;
   const ConvShape s = shapes::conv2d_geometry(input, weight, bias, stride, padding, dilation, groups);
   const ScalarType compute = compute_dtype(input.dtype());
+  if (shapes::conv2d_channels_last(input, weight)) {
+    const Tensor result = dense_channels_last_destination(out, compute);
+    const Tensor x = dense_channels_last(input, compute), w = dense_channels_last(weight, compute);
+    const Tensor b = bias && bias->defined() ? dense(*bias, compute) : Tensor();
+    visit_float(compute, [&]<class T>() {
+      conv_forward_nhwc<T>(detail::data_of<T>(x), detail::data_of<T>(w), b.defined() ? detail::data_of<T>(b) : nullptr,
+                           detail::data_of<T>(result), s);
+    });
+    write_back(out, result);
+    return;
+  }
   const Tensor result = dense_destination(out, compute);
   const Tensor x = dense(input, compute), w = dense(weight, compute);
   const Tensor b = bias && bias->defined() ? dense(*bias, compute) : Tensor();
@@ -213,16 +348,26 @@ void conv2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad_weight
                              IntArrayRef dilation, int64_t groups, bool, bool) {
   const ConvShape s = shapes::conv2d_geometry(input, weight, std::nullopt, stride, padding, dilation, groups);
   const ScalarType compute = compute_dtype(input.dtype());
-  const Tensor input_result = grad_input.defined() ? dense_destination(grad_input, compute) : Tensor();
-  const Tensor weight_result = grad_weight.defined() ? dense_destination(grad_weight, compute) : Tensor();
+  const bool nhwc = shapes::conv2d_channels_last(input, weight);
+  const auto destination = [&](const Tensor& t) {
+    if (!t.defined()) return Tensor();
+    return nhwc ? dense_channels_last_destination(t, compute) : dense_destination(t, compute);
+  };
+  const Tensor input_result = destination(grad_input), weight_result = destination(grad_weight);
   if (input_result.defined()) detail::fill_kernel(input_result, 0, "_conv2d_backward");
   if (weight_result.defined()) detail::fill_kernel(weight_result, 0, "_conv2d_backward");
   if (grad.numel() > 0 && (input_result.defined() || weight_result.defined())) {
-    const Tensor g = dense(grad, compute), x = dense(input, compute), w = dense(weight, compute);
+    const auto operand = [&](const Tensor& t) { return nhwc ? dense_channels_last(t, compute) : dense(t, compute); };
+    const Tensor g = operand(grad), x = operand(input), w = operand(weight);
     visit_float(compute, [&]<class T>() {
-      conv_backward<T>(detail::data_of<T>(g), detail::data_of<T>(x), detail::data_of<T>(w),
-                       input_result.defined() ? detail::data_of<T>(input_result) : nullptr,
-                       weight_result.defined() ? detail::data_of<T>(weight_result) : nullptr, s);
+      T* input_data = input_result.defined() ? detail::data_of<T>(input_result) : nullptr;
+      T* weight_data = weight_result.defined() ? detail::data_of<T>(weight_result) : nullptr;
+      if (nhwc)
+        conv_backward_nhwc<T>(detail::data_of<T>(g), detail::data_of<T>(x), detail::data_of<T>(w), input_data,
+                              weight_data, s);
+      else
+        conv_backward<T>(detail::data_of<T>(g), detail::data_of<T>(x), detail::data_of<T>(w), input_data, weight_data,
+                         s);
     });
   }
   if (input_result.defined()) write_back(grad_input, input_result);
@@ -260,10 +405,70 @@ void max_pool_plane(const T* x, T* y, int64_t* indices, const PoolShape& s) {
   }
 }
 
+// max_pool_plane for every channel at once, over NHWC memory: output positions [begin, end)
+// of the batch. The window is scanned in the same order, so values and indices are the
+// plane version's.
+template <class T>
+void max_pool_nhwc(const T* x, T* y, int64_t* indices, const PoolShape& s, int64_t channels, int64_t begin,
+                   int64_t end) {
+  using C = compute_type_t<T>;
+  const auto count = static_cast<size_t>(channels);
+  std::vector<C> best_value(count);
+  std::vector<int64_t> best(count);
+  std::vector<char> row_done(count);  // a NaN ends the scan of its window row, as the break there
+  const int64_t out_plane = s.out_h * s.out_w;
+  for (int64_t p = begin; p < end; ++p) {
+    const int64_t n = p / out_plane, oh = p % out_plane / s.out_w, ow = p % s.out_w;
+    std::fill(best.begin(), best.end(), int64_t{-1});
+    std::fill(best_value.begin(), best_value.end(), C{});
+    for (int64_t i = 0; i < s.kernel_h; ++i) {
+      const int64_t h = oh * s.stride_h - s.pad_h + i * s.dilation_h;
+      if (h < 0 || h >= s.height) continue;
+      std::fill(row_done.begin(), row_done.end(), char{0});
+      for (int64_t j = 0; j < s.kernel_w; ++j) {
+        const int64_t w = ow * s.stride_w - s.pad_w + j * s.dilation_w;
+        if (w < 0 || w >= s.width) continue;
+        const T* in = x + ((n * s.height + h) * s.width + w) * channels;
+        for (size_t c = 0; c < count; ++c) {
+          if (row_done[c]) continue;
+          const C value = static_cast<C>(in[c]);
+          if (best[c] < 0 || value > best_value[c] || value != value) {
+            best[c] = h * s.width + w;
+            best_value[c] = value;
+            if (value != value) row_done[c] = 1;
+          }
+        }
+      }
+    }
+    for (size_t c = 0; c < count; ++c) {
+      y[p * channels + static_cast<int64_t>(c)] = static_cast<T>(best_value[c]);
+      indices[p * channels + static_cast<int64_t>(c)] = best[c];
+    }
+  }
+}
+
 void max_pool2d_out_cpu(const Tensor& out, const Tensor& indices, const Tensor& self, IntArrayRef kernel_size,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   if (out.numel() == 0) return;
   const PoolShape s = shapes::max_pool2d_geometry(self, kernel_size, stride, padding, dilation, ceil_mode);
+  if (shapes::is_channels_last(self)) {  // Note [Channels-last convolutions] in shapes/conv.h
+    const Tensor x = dense_channels_last(self, self.dtype());
+    const Tensor result = dense_channels_last_destination(out, self.dtype());
+    const Tensor result_indices = dense_channels_last_destination(indices, kInt64);
+    const int64_t channels = self.size(1), positions = self.size(0) * s.out_h * s.out_w;
+    visit_dtype(self.dtype(), [&]<class T>() {
+      auto body = [&](int64_t begin, int64_t end) {
+        max_pool_nhwc(detail::data_of<T>(x), detail::data_of<T>(result), detail::data_of<int64_t>(result_indices), s,
+                      channels, begin, end);
+      };
+      const int64_t work = channels * s.kernel_h * s.kernel_w;
+      if (positions * work <= kDefaultGrainSize) body(0, positions);
+      else parallel_for(0, positions, std::max<int64_t>(1, kDefaultGrainSize / work), body);
+    });
+    write_back(out, result);
+    write_back(indices, result_indices);
+    return;
+  }
   const Tensor x = detail::as_contiguous(self);
   const Tensor result = dense_destination(out, self.dtype()), result_indices = dense_destination(indices, kInt64);
   visit_dtype(self.dtype(), [&]<class T>() {
@@ -288,6 +493,35 @@ void max_pool2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad, c
                                  IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                                  IntArrayRef dilation, bool ceil_mode, const Tensor& indices) {
   const PoolShape s = shapes::max_pool2d_geometry(self, kernel_size, stride, padding, dilation, ceil_mode);
+  if (shapes::is_channels_last(self)) {  // the same in NHWC: samples in parallel, channels inner
+    const Tensor result = dense_channels_last_destination(grad_input, grad_input.dtype());
+    detail::fill_kernel(result, 0, "max_pool2d_with_indices_backward");
+    if (grad.numel() > 0) {
+      const Tensor g = dense_channels_last(grad, grad.dtype()), index = dense_channels_last(indices, kInt64);
+      const int64_t channels = self.size(1), in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
+      visit_dtype(grad.dtype(), [&]<class T>() {
+        using C = compute_type_t<T>;
+        const T* grad_data = detail::data_of<T>(g);
+        const int64_t* index_data = detail::data_of<int64_t>(index);
+        T* result_data = detail::data_of<T>(result);
+        auto body = [&](int64_t begin, int64_t end) {
+          for (int64_t n = begin; n < end; ++n)
+            for (int64_t k = n * out_plane * channels; k < (n + 1) * out_plane * channels; ++k) {
+              const int64_t target = index_data[k];
+              if (target < 0) continue;  // a window with no input element
+              STRATA_CHECK_INDEX(target < in_plane, "[max_pool2d_with_indices_backward] index ", target,
+                                 " is out of range for an input plane of ", s.height, "x", s.width, " elements");
+              T& slot = result_data[(n * in_plane + target) * channels + k % channels];
+              slot = static_cast<T>(static_cast<C>(slot) + static_cast<C>(grad_data[k]));
+            }
+        };
+        if (grad.numel() <= kDefaultGrainSize) body(0, self.size(0));
+        else parallel_for(0, self.size(0), std::max<int64_t>(1, kDefaultGrainSize / (out_plane * channels)), body);
+      });
+    }
+    write_back(grad_input, result);
+    return;
+  }
   const Tensor result = dense_destination(grad_input, grad_input.dtype());
   detail::fill_kernel(result, 0, "max_pool2d_with_indices_backward");
   if (grad.numel() > 0) {

@@ -124,10 +124,26 @@ inline ConvGeometry conv2d_geometry(const Tensor& input, const Tensor& weight, c
   return s;
 }
 
+// Note [Channels-last convolutions]
+// As in LibTorch, conv2d's result is channels last when its input or its weight is (by
+// suggest_memory_format), and max_pool2d's results are when its input is; their gradients
+// for the input and weight are laid out the same way. The CPU kernels then compute in NHWC
+// directly (ops/conv.cpp); other backends may compute NCHW and copy.
+inline bool is_channels_last(const Tensor& t) {
+  return t.dim() == 4 && detail::suggest_memory_format(t.sizes(), t.strides()) == MemoryFormat::ChannelsLast;
+}
+inline bool conv2d_channels_last(const Tensor& input, const Tensor& weight) {
+  return input.dim() == 4 && (is_channels_last(input) || is_channels_last(weight));
+}
+inline DimVector channels_last_strides_if(bool channels_last, IntArrayRef sizes) {
+  return channels_last ? detail::strides_for(sizes, MemoryFormat::ChannelsLast) : DimVector();
+}
+
 inline TensorMeta conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                          IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   const ConvGeometry s = conv2d_geometry(input, weight, bias, stride, padding, dilation, groups);
-  return {s.out_sizes(), input.dtype(), input.device()};
+  const DimVector sizes = s.out_sizes();
+  return {sizes, input.dtype(), input.device(), channels_last_strides_if(conv2d_channels_last(input, weight), sizes)};
 }
 
 // (grad_input, grad_weight), each only when asked for (nullopt: the output is undefined).
@@ -139,8 +155,13 @@ inline std::array<std::optional<TensorMeta>, 2> _conv2d_backward(const Tensor& g
   STRATA_CHECK_VALUE(grad_output.sizes() == s.out_sizes().ref(), "[_conv2d_backward] expected grad_output of shape ",
                      s.out_sizes().ref(), ", got ", grad_output.sizes());
   std::array<std::optional<TensorMeta>, 2> metas;
-  if (input_grad) metas[0] = TensorMeta(input.sizes(), input.dtype(), input.device());
-  if (weight_grad) metas[1] = TensorMeta(weight.sizes(), weight.dtype(), weight.device());
+  const bool channels_last = conv2d_channels_last(input, weight);
+  if (input_grad)
+    metas[0] = TensorMeta(input.sizes(), input.dtype(), input.device(),
+                          channels_last_strides_if(channels_last, input.sizes()));
+  if (weight_grad)
+    metas[1] = TensorMeta(weight.sizes(), weight.dtype(), weight.device(),
+                          channels_last_strides_if(channels_last, weight.sizes()));
   return metas;
 }
 
@@ -202,7 +223,9 @@ inline std::array<TensorMeta, 2> max_pool2d_with_indices(const Tensor& self, Int
                                                          IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                                                          bool ceil_mode) {
   const PoolGeometry s = max_pool2d_geometry(self, kernel_size, stride, padding, dilation, ceil_mode);
-  return {TensorMeta(s.out_sizes, self.dtype(), self.device()), TensorMeta(s.out_sizes, kInt64, self.device())};
+  const DimVector strides = channels_last_strides_if(is_channels_last(self), s.out_sizes);
+  return {TensorMeta(s.out_sizes, self.dtype(), self.device(), strides),
+          TensorMeta(s.out_sizes, kInt64, self.device(), strides)};
 }
 
 inline TensorMeta max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,
@@ -214,7 +237,7 @@ inline TensorMeta max_pool2d_with_indices_backward(const Tensor& grad_output, co
                      ", got ", grad_output.sizes(), " and ", indices.sizes());
   STRATA_CHECK_TYPE(indices.dtype() == kInt64, "[max_pool2d_with_indices_backward] expected int64 indices, got ",
                     indices.dtype());
-  return {self.sizes(), grad_output.dtype(), self.device()};
+  return {self.sizes(), grad_output.dtype(), self.device(), channels_last_strides_if(is_channels_last(self), self.sizes())};
 }
 
 }  // namespace strata::shapes

@@ -8,6 +8,7 @@
 #include <strata/ops/elementwise.h>
 #include <strata/tensor/dim_order.h>
 
+#include <limits>
 #include <utility>
 
 using namespace strata;
@@ -294,4 +295,100 @@ TEST_CASE("result strides: reductions read a dense input of another layout in me
   const Tensor ints = arange(4 * 6 * 5 * 7, kInt64).reshape({4, 6, 5, 7});
   CHECK(equal(sum(ints.contiguous(MemoryFormat::ChannelsLast)), sum(ints)));
   CHECK(equal(sum(ints.contiguous(MemoryFormat::ChannelsLast), {2, 3}), sum(ints, {2, 3})));
+}
+
+namespace {
+struct ConvCase {
+  std::vector<int64_t> input, weight, stride, padding, dilation;
+  int64_t groups;
+  bool bias;
+};
+}  // namespace
+
+TEST_CASE("result strides: conv2d on channels-last tensors computes in NHWC, with the NCHW values and gradients") {
+  manual_seed(21);
+  const std::vector<ConvCase> cases = {
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {{2, 4, 9, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2, true},  // groups, stride, dilation
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {2, 2}, {1, 1}, 6, false},  // depthwise, wide padding
+      {{3, 8, 4, 4}, {5, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},  // pointwise
+      {{2, 4, 6, 6}, {4, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, false},  // pointwise with groups
+      {{1, 3, 10, 7}, {2, 3, 4, 3}, {3, 2}, {0, 1}, {2, 1}, 1, true},
+  };
+  for (const ConvCase& c : cases) {
+    INFO("input ", IntArrayRef(c.input), " weight ", IntArrayRef(c.weight), " groups ", c.groups);
+    const Tensor x = randn(c.input, kFloat64), w = randn(c.weight, kFloat64);
+    const std::optional<Tensor> b = c.bias ? std::optional<Tensor>(randn({c.weight[0]}, kFloat64)) : std::nullopt;
+    const Tensor expected = conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+    CHECK(expected.is_contiguous());
+    for (const bool input_cl : {true, false}) {
+      const Tensor xi = input_cl ? x.contiguous(MemoryFormat::ChannelsLast) : x;
+      const Tensor wi = input_cl ? w : w.contiguous(MemoryFormat::ChannelsLast);  // either one decides
+      const Tensor y = conv2d(xi, wi, b, c.stride, c.padding, c.dilation, c.groups);
+      // A weight with one input channel or a 1x1 kernel is laid out the same either way and
+      // suggests contiguous (as in LibTorch): then the input decides alone.
+      const bool channels_last = xi.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                                 wi.suggest_memory_format() == MemoryFormat::ChannelsLast;
+      CHECK(channels_last == (input_cl || (c.weight[1] > 1 && c.weight[2] * c.weight[3] > 1)));
+      CHECK(y.is_contiguous(channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous));
+      CHECK(allclose(y, expected, 1e-10, 1e-12));
+      // Gradients through the NHWC backward, against the NCHW one.
+      const Tensor xl = xi.detach().requires_grad_(), wl = wi.detach().requires_grad_();
+      const Tensor xp = x.detach().requires_grad_(), wp = w.detach().requires_grad_();
+      const Tensor seed = randn(expected.sizes(), kFloat64);
+      (conv2d(xl, wl, b, c.stride, c.padding, c.dilation, c.groups) * seed).sum().backward();
+      (conv2d(xp, wp, b, c.stride, c.padding, c.dilation, c.groups) * seed).sum().backward();
+      CHECK(allclose(xl.grad(), xp.grad(), 1e-10, 1e-12));
+      CHECK(allclose(wl.grad(), wp.grad(), 1e-10, 1e-12));
+      CHECK(xl.grad().is_contiguous(xl.suggest_memory_format()));  // the layout contract
+      CHECK(wl.grad().is_contiguous(wl.suggest_memory_format()));
+    }
+  }
+  // float32 through the same path, and a gradcheck of the NHWC kernels.
+  const Tensor xf = randn({2, 3, 6, 5}).contiguous(MemoryFormat::ChannelsLast), wf = randn({4, 3, 3, 3});
+  CHECK(allclose(conv2d(xf, wf, {}, {1, 1}, {1, 1}), conv2d(xf.contiguous(), wf, {}, {1, 1}, {1, 1}), 1e-4, 1e-5));
+  testing::check_gradcheck(
+      [](const tensor_list& in) { return tensor_list{conv2d(in[0], in[1], in[2], {2, 1}, {1, 1}, {1, 1}, 1)}; },
+      {randn({1, 2, 5, 4}, kFloat64).contiguous(MemoryFormat::ChannelsLast).requires_grad_(),
+       randn({3, 2, 3, 2}, kFloat64).requires_grad_(), randn({3}, kFloat64).requires_grad_()});
+  // LibTorch 1.13's layouts: channels last when the input or the weight is.
+  const Tensor x = randn({2, 3, 6, 6}), w = randn({4, 3, 3, 3});
+  CHECK(strides_of(conv2d(x.contiguous(MemoryFormat::ChannelsLast), w)) == std::vector<int64_t>{64, 1, 16, 4});
+  CHECK(strides_of(conv2d(x, w.contiguous(MemoryFormat::ChannelsLast))) == std::vector<int64_t>{64, 1, 16, 4});
+  CHECK(strides_of(conv2d(x, w)) == std::vector<int64_t>{64, 16, 4, 1});
+}
+
+TEST_CASE("result strides: max_pool2d on channels-last input pools in NHWC, with the same values and indices") {
+  manual_seed(22);
+  Tensor x = randn({2, 5, 9, 8});
+  x.data_ptr<float>()[17] = std::numeric_limits<float>::quiet_NaN();  // NaN wins its window
+  x.data_ptr<float>()[200] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+  struct PoolCase {
+    std::vector<int64_t> kernel, stride, padding, dilation;
+    bool ceil;
+  };
+  for (const PoolCase& c : {PoolCase{{2, 2}, {}, {0, 0}, {1, 1}, false}, PoolCase{{3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
+                            PoolCase{{3, 2}, {1, 2}, {1, 0}, {2, 1}, false}}) {
+    const auto [values, indices] = max_pool2d_with_indices(cl, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
+    const auto [plain_values, plain_indices] =
+        max_pool2d_with_indices(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
+    CHECK(values.is_contiguous(MemoryFormat::ChannelsLast));
+    CHECK(indices.is_contiguous(MemoryFormat::ChannelsLast));
+    const auto is_nan = [](const Tensor& t) { return ne(t, t); };
+    const auto without_nan = [&](const Tensor& t) { return where(is_nan(t), zeros_like(t), t); };
+    CHECK(equal(is_nan(values), is_nan(plain_values)));
+    CHECK(is_nan(values).sum().item<int64_t>() > 0);
+    CHECK(equal(without_nan(values), without_nan(plain_values)));
+    CHECK(equal(indices, plain_indices));
+    const Tensor leaf = cl.detach().requires_grad_(), plain = x.detach().requires_grad_();
+    const Tensor seed = randn(values.sizes());
+    (max_pool2d(leaf, c.kernel, c.stride, c.padding, c.dilation, c.ceil) * seed).sum().backward();
+    (max_pool2d(plain, c.kernel, c.stride, c.padding, c.dilation, c.ceil) * seed).sum().backward();
+    CHECK(leaf.grad().is_contiguous(MemoryFormat::ChannelsLast));
+    CHECK(allclose(leaf.grad(), plain.grad()));
+  }
+  // LibTorch 1.13's layout for a [2, 3, 6, 6] input pooled by 2.
+  const Tensor small = randn({2, 3, 6, 6}).contiguous(MemoryFormat::ChannelsLast);
+  CHECK(strides_of(max_pool2d(small, {2, 2})) == std::vector<int64_t>{27, 1, 9, 3});
 }
