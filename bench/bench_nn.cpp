@@ -1,5 +1,6 @@
 // Neural-network ops: softmax forward, cross_entropy forward+backward and conv2d
-// forward+backward, beside LibTorch's figures when LibTorch is found.
+// forward+backward (NCHW, and channels last against NCHW), beside LibTorch's figures when
+// LibTorch is found.
 // Run pinned: OMP_NUM_THREADS=1 taskset -c 0 ./build/bench/bench_nn
 #include <strata/strata.h>
 
@@ -34,10 +35,15 @@ void strata_cross_entropy(benchmark::State& state) {
 }
 BENCHMARK(strata_cross_entropy);
 
-void strata_conv2d(benchmark::State& state) {
+// channels_last: input and weight laid out channels last (NHWC and OHWI), as after LibTorch's
+// model.to(memory_format=channels_last); the result and gradients are channels last too.
+void run_strata_conv2d(benchmark::State& state, bool channels_last) {
   strata::manual_seed(0);
-  strata::Tensor x = strata::randn({kImages, kInChannels, kSide, kSide}).requires_grad_();
-  strata::Tensor w = strata::randn({kOutChannels, kInChannels, 3, 3}).requires_grad_();
+  const auto layout = [&](strata::Tensor t) {
+    return channels_last ? t.contiguous(strata::MemoryFormat::ChannelsLast) : t;
+  };
+  strata::Tensor x = layout(strata::randn({kImages, kInChannels, kSide, kSide})).requires_grad_();
+  strata::Tensor w = layout(strata::randn({kOutChannels, kInChannels, 3, 3})).requires_grad_();
   strata::Tensor b = strata::randn({kOutChannels}).requires_grad_();
   strata::Tensor seed = strata::ones({kImages, kOutChannels, kSide, kSide});
   for (auto _ : state) {
@@ -46,7 +52,10 @@ void strata_conv2d(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(w.grad().data_ptr());
 }
+void strata_conv2d(benchmark::State& state) { run_strata_conv2d(state, false); }
 BENCHMARK(strata_conv2d)->Unit(benchmark::kMillisecond);
+void strata_conv2d_channels_last(benchmark::State& state) { run_strata_conv2d(state, true); }
+BENCHMARK(strata_conv2d_channels_last)->Unit(benchmark::kMillisecond);
 
 #ifdef STRATA_BENCH_WITH_TORCH
 void torch_softmax(benchmark::State& state) {
@@ -70,11 +79,14 @@ void torch_cross_entropy(benchmark::State& state) {
 }
 BENCHMARK(torch_cross_entropy);
 
-void torch_conv2d(benchmark::State& state) {
+void run_torch_conv2d(benchmark::State& state, bool channels_last) {
   torch::set_num_threads(1);
   torch::manual_seed(0);
-  torch::Tensor x = torch::randn({kImages, kInChannels, kSide, kSide}).requires_grad_();
-  torch::Tensor w = torch::randn({kOutChannels, kInChannels, 3, 3}).requires_grad_();
+  const auto layout = [&](torch::Tensor t) {
+    return channels_last ? t.contiguous(torch::MemoryFormat::ChannelsLast) : t;
+  };
+  torch::Tensor x = layout(torch::randn({kImages, kInChannels, kSide, kSide})).requires_grad_();
+  torch::Tensor w = layout(torch::randn({kOutChannels, kInChannels, 3, 3})).requires_grad_();
   torch::Tensor b = torch::randn({kOutChannels}).requires_grad_();
   torch::Tensor seed = torch::ones({kImages, kOutChannels, kSide, kSide});
   for (auto _ : state) {
@@ -83,7 +95,10 @@ void torch_conv2d(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(w.grad().data_ptr());
 }
+void torch_conv2d(benchmark::State& state) { run_torch_conv2d(state, false); }
 BENCHMARK(torch_conv2d)->Unit(benchmark::kMillisecond);
+void torch_conv2d_channels_last(benchmark::State& state) { run_torch_conv2d(state, true); }
+BENCHMARK(torch_conv2d_channels_last)->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace
@@ -92,5 +107,7 @@ int main(int argc, char** argv) {
   return strata::bench::run_with_ratios(argc, argv,
                                         {{"strata_softmax", "torch_softmax"},
                                          {"strata_cross_entropy", "torch_cross_entropy"},
-                                         {"strata_conv2d", "torch_conv2d"}});
+                                         {"strata_conv2d", "torch_conv2d"},
+                                         {"strata_conv2d_channels_last", "torch_conv2d_channels_last"},
+                                         {"strata_conv2d_channels_last", "strata_conv2d"}});
 }
