@@ -321,23 +321,17 @@ void conv2d_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight
   if (out.numel() == 0) return;
   const ConvShape s = shapes::conv2d_geometry(input, weight, bias, stride, padding, dilation, groups);
   const ScalarType compute = compute_dtype(input.dtype());
-  if (shapes::conv2d_channels_last(input, weight)) {
-    const Tensor result = dense_channels_last_destination(out, compute);
-    const Tensor x = dense_channels_last(input, compute), w = dense_channels_last(weight, compute);
-    const Tensor b = bias && bias->defined() ? dense(*bias, compute) : Tensor();
-    visit_float(compute, [&]<class T>() {
-      conv_forward_nhwc<T>(detail::data_of<T>(x), detail::data_of<T>(w), b.defined() ? detail::data_of<T>(b) : nullptr,
-                           detail::data_of<T>(result), s);
-    });
-    write_back(out, result);
-    return;
-  }
-  const Tensor result = dense_destination(out, compute);
-  const Tensor x = dense(input, compute), w = dense(weight, compute);
+  const bool nhwc = shapes::conv2d_channels_last(input, weight);  // Note [Channels-last convolutions]
+  const Tensor result = nhwc ? dense_channels_last_destination(out, compute) : dense_destination(out, compute);
+  const auto operand = [&](const Tensor& t) { return nhwc ? dense_channels_last(t, compute) : dense(t, compute); };
+  const Tensor x = operand(input), w = operand(weight);
   const Tensor b = bias && bias->defined() ? dense(*bias, compute) : Tensor();
   visit_float(compute, [&]<class T>() {
-    conv_forward<T>(detail::data_of<T>(x), detail::data_of<T>(w), b.defined() ? detail::data_of<T>(b) : nullptr,
-                    detail::data_of<T>(result), s);
+    const T* bias_data = b.defined() ? detail::data_of<T>(b) : nullptr;
+    if (nhwc)
+      conv_forward_nhwc<T>(detail::data_of<T>(x), detail::data_of<T>(w), bias_data, detail::data_of<T>(result), s);
+    else
+      conv_forward<T>(detail::data_of<T>(x), detail::data_of<T>(w), bias_data, detail::data_of<T>(result), s);
   });
   write_back(out, result);
 }
