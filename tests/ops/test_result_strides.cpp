@@ -245,6 +245,9 @@ TEST_CASE("result strides: .grad is laid out like its leaf (LibTorch's gradient 
   CHECK(strides_of(w.grad()) == std::vector<int64_t>{1, 3});
   const Tensor second = autograd::grad({(w.grad() * w).sum()}, {w})[0];  // d/dw of sum(grad * w)
   CHECK(equal(second, ones({3, 2})));
+  // A .grad with history refers back to its leaf (LibTorch's create_graph cycle): break it.
+  y.set_grad(Tensor());
+  w.set_grad(Tensor());
 }
 
 TEST_CASE("result strides: an optimizer steps a channels-last parameter in place, as a contiguous one") {
