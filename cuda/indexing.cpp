@@ -18,12 +18,11 @@ void build_indexer(const char* op, int operand_count, const Tensor* const* opera
   // ordered innermost first by those strides as the CPU loops order them (Note [Strides of
   // elementwise results] in tensor/dim_order.h), then merged into the dim inside them when
   // every operand's strides line up.
-  DimVector dims, dim_sizes;
+  DimVector dim_sizes;
   DimVector dim_strides[8];
   for (int64_t dim = 0; dim < out_dims; ++dim) {
     const int64_t size = out.size(dim);
     if (size == 1) continue;
-    dims.push_back(dim);
     dim_sizes.push_back(size);
     for (int k = 0; k < operand_count; ++k) {
       const Tensor& operand = *operands[k];

@@ -48,15 +48,18 @@ DimVector innermost_first(IntArrayRef sizes, std::span<const IntArrayRef> stride
 DimVector elementwise_strides(IntArrayRef sizes, std::initializer_list<std::reference_wrapper<const Tensor>> inputs) {
   const size_t ndim = sizes.size();
   if (ndim < 2) return {};
-  bool contiguous = true, same_dense = true;
+  bool contiguous = true;
+  for (const Tensor& t : inputs) contiguous = contiguous && t.is_contiguous();
+  if (contiguous) return {};  // the hot path: no size or stride comparisons
+  bool same_dense = true;
   const Tensor* first = nullptr;
   for (const Tensor& t : inputs) {
-    contiguous = contiguous && t.is_contiguous();
-    if (!same_dense) continue;
-    if (t.sizes() != sizes || (first != nullptr && t.strides() != first->strides())) same_dense = false;
-    else if (first == nullptr) first = &t;
+    if (t.sizes() != sizes || (first != nullptr && t.strides() != first->strides())) {
+      same_dense = false;
+      break;
+    }
+    if (first == nullptr) first = &t;
   }
-  if (contiguous) return {};
   if (same_dense && first != nullptr && is_non_overlapping_and_dense(first->sizes(), first->strides()))
     return DimVector(first->strides());
   // Each input's strides along the result's dims: 0 where it is broadcast. A size-1 dim of
