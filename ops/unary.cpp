@@ -111,7 +111,8 @@ struct SignOp {
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
 };
 
-// relu(NaN) is NaN. The gradient passes where the result is positive.
+// relu(NaN) is NaN. The gradient passes except where the result is <= 0 (LibTorch's
+// threshold_backward), so a NaN input passes it on.
 struct ReluOp {
   static constexpr const char* name = "relu";
   static constexpr std::string_view backward_name = "ReluBackward";
@@ -124,7 +125,7 @@ struct ReluOp {
   }
   static Tensor call(const Tensor& x) { return relu(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
-    return where(gt(result, 0), g, zero_scalar_like(g));
+    return where(le(result, 0), zero_scalar_like(g), g);
   }
 };
 

@@ -266,6 +266,19 @@ TEST_CASE("clamp: gradient passes inside the bounds, bounds included") {
   check_values(x.grad(), {5}, kFloat64, {0, 1, 1, 1, 0});
 }
 
+// LibTorch's threshold_backward: the gradient is cut only where the result is <= 0, so NaN
+// inputs pass it on (torch_diff's "unary relu f32 special").
+TEST_CASE("relu: the gradient passes at NaN and is cut at 0 and below, in relu and relu_") {
+  Tensor x = tensor(std::vector<double>{-1.0, 0.0, NAN, 2.0}).requires_grad_();
+  (relu(x) * tensor({1.0, 2.0, 3.0, 4.0}, kFloat64)).sum().backward();
+  check_values(x.grad(), {4}, kFloat64, {0, 0, 3, 4});
+  Tensor y = tensor(std::vector<double>{-1.0, 0.0, NAN, 2.0}).requires_grad_();
+  Tensor z = y * 1;
+  relu_(z);
+  z.sum().backward();
+  check_values(y.grad(), {4}, kFloat64, {0, 0, 1, 1});
+}
+
 TEST_CASE("in-place: relu_, clamp_, zero_ and fill_ write into self and bump the version") {
   Tensor x = tensor({-1.0f, 2.0f, -3.0f});
   const uint32_t version = x.version();
