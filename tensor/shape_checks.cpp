@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace strata {
 
@@ -125,6 +126,45 @@ std::pair<int64_t, int64_t> element_range(const Tensor& t) {
   return {lowest, highest};
 }
 
+// Calls fn(first byte) for each element of t, in storage bytes from the storage's start.
+template <class F>
+void for_each_element_byte(const Tensor& t, F&& fn) {
+  const int64_t item = element_size(t.dtype());
+  const IntArrayRef sizes = t.sizes(), strides = t.strides();
+  DimVector index(sizes.size(), 0);
+  int64_t offset = t.storage_offset();
+  for (int64_t n = t.numel(); n > 0; --n) {
+    fn(offset * item);
+    for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+      if (++index[d] < sizes[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= (sizes[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Whether some byte of `a` is also a byte of `b`, where their byte ranges intersect in
+// [low, high): a bitmap of a's bytes in that window, probed with b's. nullopt when the window
+// is too large to map (then the caller assumes they overlap).
+std::optional<bool> elements_overlap(const Tensor& a, const Tensor& b, int64_t low, int64_t high) {
+  constexpr int64_t kMaxWindowBytes = int64_t{1} << 28;  // a 32 MiB bitmap
+  if (high - low > kMaxWindowBytes) return std::nullopt;
+  std::vector<bool> marked(static_cast<size_t>(high - low), false);
+  const int64_t a_item = element_size(a.dtype()), b_item = element_size(b.dtype());
+  for_each_element_byte(a, [&](int64_t first) {
+    for (int64_t byte = std::max(first, low); byte < std::min(first + a_item, high); ++byte) marked[byte - low] = true;
+  });
+  bool overlap = false;
+  for_each_element_byte(b, [&](int64_t first) {
+    for (int64_t byte = std::max(first, low); byte < std::min(first + b_item, high) && !overlap; ++byte)
+      overlap = marked[byte - low];
+  });
+  return overlap;
+}
+
 }  // namespace
 
 // See Note [Overlapping in-place ops].
@@ -137,8 +177,11 @@ void check_no_partial_overlap(const char* op, const Tensor& written, const Tenso
   const auto [w_low, w_high] = element_range(written);
   const auto [i_low, i_high] = element_range(input);
   const int64_t w_size = element_size(written.dtype()), i_size = element_size(input.dtype());
-  const bool disjoint = (w_high + 1) * w_size <= i_low * i_size || (i_high + 1) * i_size <= w_low * w_size;
-  if (disjoint) return;
+  const int64_t low = std::max(w_low * w_size, i_low * i_size);
+  const int64_t high = std::min((w_high + 1) * w_size, (i_high + 1) * i_size);
+  if (high <= low) return;  // the byte ranges are disjoint
+  // Ranges that interleave (x.select(1, 0) and x.select(1, 1)) may still share no element.
+  if (elements_overlap(written, input, low, high) == false) return;
   throw_error<Error>("[", op, "] unsupported operation: some elements of the input tensor and the written-to tensor "
                      "refer to a single memory location. Please clone() the tensor before performing the operation.");
 }

@@ -33,8 +33,11 @@ void check_no_internal_overlap(const char* op, const Tensor& t);
 // storage, their element ranges intersect and their geometries differ (a.add_(a.t()),
 // x.slice(0, 1).mul_(x.slice(0, 0, -1))), an element may be read after it was overwritten, so
 // the result depends on the loop order: throw, as LibTorch does. Identical geometry
-// (a.add_(a)) reads each element before writing it, and is fine. Every in-place kernel with
-// tensor inputs calls this for each of them.
+// (a.add_(a)) reads each element before writing it, and is fine. Ranges that interleave
+// without sharing an element (x.select(1, 0).add_(x.select(1, 1))) are fine too: where the
+// ranges intersect, the elements themselves are compared (LibTorch lets every case it cannot
+// decide through, overlapping or not). Every in-place kernel with tensor inputs calls this for
+// each of them.
 void check_no_partial_overlap(const char* op, const Tensor& written, const Tensor& input);
 
 // Throws ValueError "[op] value V cannot be converted to type TYPE without overflow" when a

@@ -38,3 +38,19 @@ TEST_CASE("overlap: identical geometry and disjoint regions are fine") {
   Tensor m = empty({2, 2}, TensorOptions().device(kMeta));
   expect_error<Error>([&] { m.add_(m.t()); }, "[add_]", {kOverlap});
 }
+
+// Their element ranges intersect, their elements do not (torch_diff's "transpose then in-place
+// add_"): LibTorch runs these, and so does strata.
+TEST_CASE("overlap: interleaved views that share no element are fine; shared elements are not") {
+  Tensor y = arange(24, kFloat32).view({2, 3, 4});
+  y.select(1, 1).add_(y.select(1, 0));
+  Tensor expected = arange(24, kFloat32).view({2, 3, 4}).clone();
+  expected.select(1, 1).add_(expected.select(1, 0).clone());
+  CHECK(equal(y, expected));
+  Tensor x = arange(8, kFloat32);
+  x.slice(0, 0, 8, 2).mul_(x.slice(0, 1, 8, 2));  // even elements times odd ones
+  CHECK(equal(x, tensor({0.0f, 1.0f, 6.0f, 3.0f, 20.0f, 5.0f, 42.0f, 7.0f})));
+  Tensor z = arange(8, kFloat32);
+  expect_error<Error>([&] { z.slice(0, 0, 8, 2).add_(z.slice(0, 3, 7)); }, "[add_]", {kOverlap});  // shares z[4], z[6]
+  CHECK(equal(z, arange(8, kFloat32)));
+}
