@@ -93,6 +93,10 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   return strata::slice(*this, dim, start, end, step);
 }
 Tensor Tensor::select(int64_t dim, int64_t index) const { return strata::select(*this, dim, index); }
+Tensor Tensor::operator[](int64_t index) const { return strata::select(*this, 0, index); }
+Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset) const {
+  return strata::as_strided(*this, size, stride, storage_offset);
+}
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   return strata::narrow(*this, dim, start, length);
 }

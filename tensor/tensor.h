@@ -148,6 +148,9 @@ class Tensor {
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
                int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
+  // t[i] is t.select(0, i), as in LibTorch.
+  Tensor operator[](int64_t index) const;
+  Tensor as_strided(IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;

@@ -419,3 +419,17 @@ TEST_CASE("cat_out: shape, dtype, device and autograd errors") {
   cat_out(out, {w, w});
   check_values(out, {4}, kFloat32, {1, 1, 1, 1});
 }
+
+TEST_CASE("Tensor methods: t[i] selects along dim 0 and as_strided views, as in LibTorch") {
+  Tensor x = arange(6, kFloat32).view({2, 3}).requires_grad_();
+  Tensor row = x[1];
+  CHECK(row.sizes() == IntArrayRef{3});
+  CHECK(equal(row, tensor({3.0f, 4.0f, 5.0f})));
+  CHECK(x[-2][2].item<float>() == 2.0f);
+  CHECK(row.data_ptr<float>() == x.data_ptr<float>() + 3);  // a view
+  expect_error<IndexError>([&] { (void)x[2]; }, "[select]", {"out of range"});
+  Tensor diagonal = x.as_strided({2}, {4});
+  CHECK(equal(diagonal, tensor({0.0f, 4.0f})));
+  diagonal.sum().backward();
+  CHECK(equal(x.grad(), tensor({1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f}).view({2, 3})));
+}
