@@ -64,6 +64,16 @@ struct StrataLib {
   static Tensor std_(const Tensor& t, Shape dims, bool unbiased, bool keepdim) {
     return strata::std(t, dims, unbiased, keepdim);
   }
+  static void manual_seed(uint64_t seed) { strata::manual_seed(seed); }
+  static Tensor rand(const Shape& sizes) { return strata::rand(sizes); }
+  static Tensor randn(const Shape& sizes) { return strata::randn(sizes); }
+  static Tensor randint(int64_t low, int64_t high, const Shape& sizes) { return strata::randint(low, high, sizes); }
+  static strata::nn::Linear linear_module(int64_t in, int64_t out) { return strata::nn::Linear(in, out); }
+  static strata::nn::Conv2d conv2d_module(int64_t in, int64_t out, int64_t kernel) {
+    return strata::nn::Conv2d(strata::nn::Conv2dOptions(in, out, kernel));
+  }
+  static strata::nn::Embedding embedding_module(int64_t count, int64_t dim) { return strata::nn::Embedding(count, dim); }
+  static strata::nn::LayerNorm layer_norm_module(int64_t n) { return strata::nn::LayerNorm(n); }
   using SGD = strata::optim::SGD;
   using SGDOptions = strata::optim::SGDOptions;
   using Adam = strata::optim::Adam;
@@ -122,6 +132,18 @@ struct TorchLib {
   }
   static Tensor std_(const Tensor& t, Shape dims, bool unbiased, bool keepdim) {
     return at::std(t, at::IntArrayRef(dims), unbiased, keepdim);
+  }
+  static void manual_seed(uint64_t seed) { torch::manual_seed(seed); }
+  static Tensor rand(const Shape& sizes) { return torch::rand(sizes); }
+  static Tensor randn(const Shape& sizes) { return torch::randn(sizes); }
+  static Tensor randint(int64_t low, int64_t high, const Shape& sizes) { return torch::randint(low, high, sizes); }
+  static torch::nn::Linear linear_module(int64_t in, int64_t out) { return torch::nn::Linear(in, out); }
+  static torch::nn::Conv2d conv2d_module(int64_t in, int64_t out, int64_t kernel) {
+    return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel));
+  }
+  static torch::nn::Embedding embedding_module(int64_t count, int64_t dim) { return torch::nn::Embedding(count, dim); }
+  static torch::nn::LayerNorm layer_norm_module(int64_t n) {
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}));
   }
   using SGD = torch::optim::SGD;
   using SGDOptions = torch::optim::SGDOptions;
@@ -233,6 +255,7 @@ void register_reduction_cases();
 void register_nn_cases();
 void register_train_cases();
 void register_layout_cases();
+void register_dtype_cases();
 
 // Case-writing helpers; L is a library (StrataLib or TorchLib).
 // decltype(lib_of(x)) names x's library inside a case written only over tensors.
