@@ -25,13 +25,28 @@ constexpr C exp_underflow() {  // log of the smallest normal number
   else return -708.3964185322641;
 }
 
+// Note [Eigen exp overflow]
+// Eigen 3.4's packet exp scales by 2^m with m = round(x / ln 2), and 2^128 (float) or 2^1024
+// (double) is already infinite: exp(88.5f) came out inf on the vectorised path, where the
+// result, 2.7e38, is finite (std::exp and LibTorch give it). Above (m_max - 0.5) ln 2 the
+// packet version computes exp(x / 2)^2 instead: halving x is exact (x - ln 2 would round x at
+// 1e-6 relative there), and squaring at most doubles exp's error of about an ulp.
+template <class C>
+constexpr C exp_packet_overflow() {  // (127.5 or 1023.5) * ln 2, a little below
+  if constexpr (std::is_same_v<C, float>) return 88.3762f;
+  else return 709.436;
+}
+
 template <class C>
 struct ExpOrZeroOp {
   C operator()(const C& x) const { return x < exp_underflow<C>() ? C(0) : Eigen::numext::exp(x); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     using namespace Eigen::internal;
-    return pselect(pcmp_lt(x, pset1<Packet>(exp_underflow<C>())), pzero(x), pexp(x));
+    const Packet large = pcmp_lt(pset1<Packet>(exp_packet_overflow<C>()), x);  // See Note [Eigen exp overflow]
+    const Packet result = pexp(pselect(large, pmul(x, pset1<Packet>(C(0.5))), x));
+    return pselect(pcmp_lt(x, pset1<Packet>(exp_underflow<C>())), pzero(x),
+                   pselect(large, pmul(result, result), result));
   }
 };
 

@@ -96,6 +96,26 @@ TEST_CASE("unary: exp, sigmoid and silu give exact zeros and NaN at -inf on the 
   }
 }
 
+// See Note [Eigen exp overflow]: torch_diff's jit cases found exp(88.5f) infinite on the
+// vectorised path and finite (2.7e38) on the scalar one.
+TEST_CASE("unary: exp just below the overflow threshold is finite on the vectorised path too") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    INFO(dtype);
+    const bool single = dtype == kFloat32;
+    for (double x : single ? std::vector<double>{88.3, 88.5, 88.72} : std::vector<double>{709.4, 709.5, 709.78}) {
+      INFO(x);
+      const double expected = single ? static_cast<double>(std::exp(static_cast<float>(x))) : std::exp(x);
+      REQUIRE(std::isfinite(expected));
+      for (int64_t count : {1, 64, 4096}) {
+        const double got = exp(full({count}, x, TensorOptions(dtype))).select(0, count - 1).item<double>();
+        CHECK(got == doctest::Approx(expected).epsilon(1e-6));
+      }
+    }
+    const double beyond = single ? 88.73 : 709.79;
+    CHECK(exp(full({64}, beyond, TensorOptions(dtype))).select(0, 63).item<double>() == HUGE_VAL);
+  }
+}
+
 TEST_CASE("unary: activations against known results") {
   check_values(relu(tensor({-1.0f, 0.0f, 2.5f, NAN})), {4}, kFloat32, {0, 0, 2.5, NAN});
   check_values(gelu(tensor({-1.0, 0.0, 1.0, 2.0}, kFloat64)), {4}, kFloat64,
