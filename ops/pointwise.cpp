@@ -310,6 +310,9 @@ struct MulScalarFunction : autograd::Function<MulScalarFunction> {
   }
 };
 
+// d(a / b)/db = -g a / b^2, computed as -g ((a / b) / b), as LibTorch does: b * b underflows
+// to 0 (and overflows to inf) for |b| that (a / b) / b survives, e.g. 0 / b at b = 1e-30 in
+// float32 gave NaN instead of 0.
 struct DivTensorFunction : autograd::Function<DivTensorFunction> {
   static constexpr std::string_view name() { return "DivBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
@@ -321,7 +324,7 @@ struct DivTensorFunction : autograd::Function<DivTensorFunction> {
     const Tensor& g = grads[0];
     const Tensor& other = saved[1];
     return autograd::detail::gradients_in(std::move(grads), ctx->needs_input_grad(0) ? g / other : Tensor(),
-                                          ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor());
+                                          ctx->needs_input_grad(1) ? -g * ((saved[0] / other) / other) : Tensor());
   }
 };
 
@@ -385,7 +388,7 @@ struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Di
     const Tensor& other = saved[1];
     if (Divide)
       return autograd::detail::gradients_in(std::move(grads), g / other,
-                                            ctx->needs_input_grad(1) ? -(g * saved[0]) / (other * other) : Tensor());
+                                            ctx->needs_input_grad(1) ? -g * ((saved[0] / other) / other) : Tensor());
     return autograd::detail::gradients_in(std::move(grads), g * other,
                                           ctx->needs_input_grad(1) ? g * saved[0] : Tensor());
   }

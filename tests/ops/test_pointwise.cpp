@@ -209,6 +209,24 @@ TEST_CASE("mul: values, promotion and wrapping") {
   expect_error<ValueError>([] { (void)mul(zeros({2}), zeros({3})); }, "[mul] shapes [2] and [3]");
 }
 
+// -g a / b^2 as -g ((a / b) / b): b * b underflows at b = 1e-30 in float32 (torch_diff's
+// "jit (x*0)/x f32 with grad"); LibTorch computes it this way too.
+TEST_CASE("div: the divisor's gradient survives divisors whose square underflows or overflows") {
+  Tensor a = tensor({0.0f, 2e-30f, 3e30f}).requires_grad_();
+  Tensor b = tensor({1e-30f, 1e-30f, 1e30f}).requires_grad_();
+  div(a, b).sum().backward();
+  CHECK(b.grad()[0].item<float>() == 0.0f);
+  CHECK(b.grad()[1].item<double>() == doctest::Approx(-2e30).epsilon(1e-5));
+  CHECK(b.grad()[2].item<double>() == doctest::Approx(-3e-30).epsilon(1e-5));
+  Tensor c = tensor({0.0f, 2e-30f}).requires_grad_();
+  Tensor d = tensor({1e-30f, 1e-30f}).requires_grad_();
+  Tensor e = c * 1;
+  e.div_(d);
+  e.sum().backward();
+  CHECK(d.grad()[0].item<float>() == 0.0f);
+  CHECK(d.grad()[1].item<double>() == doctest::Approx(-2e30).epsilon(1e-5));
+}
+
 TEST_CASE("div: true division, integer inputs give float32") {
   check_values(tensor({7, -7}) / tensor({2, 2}), {2}, kFloat32, {3.5, -3.5});
   check_values(tensor({7, 8}) / 2, {2}, kFloat32, {3.5, 4});
