@@ -74,6 +74,11 @@ struct StrataLib {
   }
   static strata::nn::Embedding embedding_module(int64_t count, int64_t dim) { return strata::nn::Embedding(count, dim); }
   static strata::nn::LayerNorm layer_norm_module(int64_t n) { return strata::nn::LayerNorm(n); }
+  // fn run as jit::compile runs it (traced, elementwise chains fused).
+  template <class F>
+  static std::vector<Tensor> compiled(F fn, const std::vector<Tensor>& inputs) {
+    return strata::jit::compile([fn](const strata::tensor_list& in) { return fn(in); })(inputs);
+  }
   using SGD = strata::optim::SGD;
   using SGDOptions = strata::optim::SGDOptions;
   using Adam = strata::optim::Adam;
@@ -144,6 +149,11 @@ struct TorchLib {
   static torch::nn::Embedding embedding_module(int64_t count, int64_t dim) { return torch::nn::Embedding(count, dim); }
   static torch::nn::LayerNorm layer_norm_module(int64_t n) {
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}));
+  }
+  // LibTorch runs fn eagerly: the reference for strata's compiled form.
+  template <class F>
+  static std::vector<Tensor> compiled(F fn, const std::vector<Tensor>& inputs) {
+    return fn(inputs);
   }
   using SGD = torch::optim::SGD;
   using SGDOptions = torch::optim::SGDOptions;
@@ -256,6 +266,7 @@ void register_nn_cases();
 void register_train_cases();
 void register_layout_cases();
 void register_dtype_cases();
+void register_jit_cases();
 
 // Case-writing helpers; L is a library (StrataLib or TorchLib).
 // decltype(lib_of(x)) names x's library inside a case written only over tensors.
