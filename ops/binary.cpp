@@ -48,17 +48,13 @@ C integer_pow(C base, C exponent) {
   return result;
 }
 
-// Note [pow of doubles]
-// Eigen 3.4's vectorised pow of doubles loses the sign of odd integer powers of -0 and -inf
-// (pow(-inf, 5.0) came out +inf, pow(-0.0, -3.0) +inf), so doubles take std::pow, which follows
-// C's rules as LibTorch does. Eigen's float pow gets these right and is kept.
+// Note [pow of floating types]
+// Eigen 3.4's vectorised pow loses the sign of odd integer powers of -0 and -inf (pow(-inf,
+// 5.0) came out +inf, pow(-0.0, -3.0) +inf, in float and double packets alike), so the general
+// case takes std::pow, which follows C's rules as LibTorch does.
 template <class C>
 auto general_pow(const Eigen::ArrayBase<C>& base, typename C::Scalar exponent) {
-  using Value = typename C::Scalar;
-  if constexpr (std::is_same_v<Value, double>)
-    return base.unaryExpr([exponent](double value) { return std::pow(value, exponent); });
-  else
-    return base.pow(exponent);
+  return base.unaryExpr([exponent](auto value) { return std::pow(value, exponent); });
 }
 
 template <class C>
@@ -70,7 +66,7 @@ void pow_block(const C* x, C* y, int64_t n, double exponent) {
   else if (exponent == 2) out = in.square();
   else if (exponent == 3) out = in.cube();
   else if (exponent == 0.5) out = in.unaryExpr([](C value) { return std::sqrt(value); });  // see SqrtOp in unary.cpp
-  else if (exponent == -0.5) out = in.rsqrt();
+  else if (exponent == -0.5) out = in.unaryExpr([](C value) { return C(1) / std::sqrt(value); });  // as RsqrtOp
   else if (exponent == -1) out = in.inverse();
   else out = general_pow(in, C(exponent));
 }
@@ -99,10 +95,8 @@ void pow_tensor_out_cpu(const Tensor& out, const Tensor& self, const Tensor& exp
     using C = compute_type_t<T>;
     if constexpr (std::is_floating_point_v<C>) {
       detail::blockwise_binary<T>(out, base, power, [](const C* x, const C* e, C* y, int64_t n) {
-        if constexpr (std::is_same_v<C, double>)  // see Note [pow of doubles]
-          as_array(y, n) = as_array(x, n).binaryExpr(as_array(e, n), [](double a, double b) { return std::pow(a, b); });
-        else
-          as_array(y, n) = as_array(x, n).pow(as_array(e, n));
+        // See Note [pow of floating types].
+        as_array(y, n) = as_array(x, n).binaryExpr(as_array(e, n), [](C a, C b) { return std::pow(a, b); });
       });
     } else if constexpr (!std::is_same_v<T, bool>) {
       detail::binary_kernel<T>(out, base, power, [](C x, C e) { return integer_pow(x, e); });

@@ -27,22 +27,34 @@ TEST_CASE("pow: scalar exponents, with the exact shortcuts and the general case"
   check_values(pow(arange(4, kFloat64).view({2, 2}).transpose(0, 1), 2), {2, 2}, kFloat64, {0, 4, 1, 9});
 }
 
-// See Note [pow of doubles]: torch_diff found Eigen's double pow giving +inf for (-inf)^5.
-TEST_CASE("pow: odd integer powers of -0 and -inf keep their sign in float64 and float32") {
-  for (ScalarType dtype : {kFloat64, kFloat32}) {
-    CAPTURE(dtype);
-    const Tensor x = tensor(std::vector<double>{-HUGE_VAL, -0.0, -2.0, HUGE_VAL}).to(dtype);
-    check_values(pow(x, 5.0), {4}, dtype, {-INFINITY, 0, -32, INFINITY});
-    check_values(pow(x, -3.0), {4}, dtype, {0, -INFINITY, -0.125, 0});
-    check_values(pow(x, 1.5), {4}, dtype, {INFINITY, 0, NAN, INFINITY});
-    const Tensor powers = pow(x, tensor(std::vector<double>{5.0, -3.0, 3.0, -1.0}).to(dtype));
-    check_values(powers, {4}, dtype, {-INFINITY, -INFINITY, -8, 0});
-    CHECK(std::signbit(pow(x, -3.0)[0].item<double>()));   // (-inf)^-3 is -0
-    CHECK(std::signbit(pow(x, 5.0)[1].item<double>()));    // (-0)^5 is -0
-    CHECK(!std::signbit(pow(x, -2.0)[0].item<double>()));  // (-inf)^-2 is +0
+// See Note [pow of floating types]: torch_diff found Eigen's pow giving +inf for (-inf)^5.
+TEST_CASE("pow: odd integer powers of -0 and -inf keep their sign, on the vectorised path too") {
+  for (ScalarType dtype : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+    for (int64_t repeat : {1, 32}) {
+      CAPTURE(dtype);
+      CAPTURE(repeat);
+      const Tensor x = tensor(std::vector<double>{-HUGE_VAL, -0.0, -2.0, HUGE_VAL}).to(dtype).expand({repeat, 4}).flatten();
+      const auto at = [](const Tensor& t, int64_t i) { return t.select(0, i).item<double>(); };
+      for (int64_t base : {int64_t{0}, 4 * repeat - 4}) {  // the first and the last copy
+        const Tensor fifth = pow(x, 5.0), cube_inverse = pow(x, -3.0), half_power = pow(x, 1.5);
+        CHECK(at(fifth, base) == -HUGE_VAL);
+        CHECK(at(fifth, base + 1) == 0.0);
+        CHECK(std::signbit(at(fifth, base + 1)));
+        CHECK(at(cube_inverse, base + 1) == -HUGE_VAL);
+        CHECK(at(cube_inverse, base) == 0.0);
+        CHECK(std::signbit(at(cube_inverse, base)));
+        CHECK(at(half_power, base) == HUGE_VAL);
+        CHECK(std::isnan(at(half_power, base + 2)));
+        CHECK(!std::signbit(at(pow(x, -2.0), base)));  // (-inf)^-2 is +0
+        const Tensor powers = pow(x, tensor(std::vector<double>{5.0, -3.0, 3.0, -1.0}).to(dtype).expand({repeat, 4}).flatten());
+        CHECK(at(powers, base) == -HUGE_VAL);
+        CHECK(at(powers, base + 1) == -HUGE_VAL);
+        CHECK(at(powers, base + 2) == -8.0);
+      }
+    }
   }
   // The gradient 3 * -2 * x^-3 at -0 is +inf.
-  Tensor x = tensor({-0.0, 0.0}, kFloat64).requires_grad_();
+  Tensor x = tensor(std::vector<double>{-0.0, 0.0}).requires_grad_();
   pow(x, -2.0).sum().backward();
   check_values(x.grad(), {2}, kFloat64, {INFINITY, -INFINITY});
 }
