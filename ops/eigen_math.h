@@ -3,6 +3,8 @@
 // array math with the edge cases IEEE and PyTorch give. See Note [Eigen exp underflow].
 #include <Eigen/Core>
 
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace strata::detail {
@@ -50,18 +52,46 @@ struct ExpOrZeroOp {
   }
 };
 
+// Note [Sigmoid from exp]
+// sigmoid(x) = 1 / (1 + exp(-x)) with the exp above, as LibTorch computes it. Eigen 3.4's
+// logistic (a rational approximation, scalar and packet alike) was off by 9.6e-5 relative at
+// x = -9.25f (sigmoid 9.6111653e-05 against 9.61024155e-05), which silu's gradient showed.
+// exp(-x) is 0 below the underflow and inf beyond the overflow, giving 1 and 0 exactly; NaN
+// stays NaN.
 template <class C>
 struct LogisticOrZeroOp {
-  C operator()(const C& x) const {
-    return x < exp_underflow<C>() ? C(0) : Eigen::internal::scalar_logistic_op<C>()(x);
-  }
+  C operator()(const C& x) const { return C(1) / (C(1) + ExpOrZeroOp<C>()(-x)); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     using namespace Eigen::internal;
-    return pselect(pcmp_lt(x, pset1<Packet>(exp_underflow<C>())), pzero(x),
-                   scalar_logistic_op<C>().packetOp(x));
+    const Packet one = pset1<Packet>(C(1));
+    return pdiv(one, padd(one, ExpOrZeroOp<C>().packetOp(pnegate(x))));
   }
 };
+
+// Note [Eigen log of subnormals]
+// Eigen 3.4's packet log reads subnormal inputs as the smallest normal number: log(1e-45f)
+// came out -87.34 (its value is -103.28), log(5e-324) -708.40 (not -744.44). The packet version
+// here scales subnormals up by 2^k into the normal range and subtracts k ln 2 (exact in the
+// product's rounding); 0, negatives, inf and NaN go through plog unchanged.
+template <class C>
+struct LogWithSubnormalsOp {
+  static constexpr int kShift = std::is_same_v<C, float> ? 24 : 54;  // 2^-149 * 2^24, 2^-1074 * 2^54 are normal
+  C operator()(const C& x) const { return Eigen::numext::log(x); }
+  template <class Packet>
+  Packet packetOp(const Packet& x) const {
+    using namespace Eigen::internal;
+    const Packet subnormal = pand(pcmp_lt(pzero(x), x), pcmp_lt(x, pset1<Packet>(std::numeric_limits<C>::min())));
+    const Packet scaled = pselect(subnormal, pmul(x, pset1<Packet>(C(std::int64_t{1} << kShift))), x);
+    const Packet result = plog(scaled);
+    return pselect(subnormal, psub(result, pset1<Packet>(C(kShift * 0.69314718055994530942))), result);
+  }
+};
+
+template <class X>
+auto log_with_subnormals(const Eigen::ArrayBase<X>& x) {
+  return x.unaryExpr(LogWithSubnormalsOp<typename X::Scalar>());
+}
 
 // exp(x) for an Eigen array expression x of scalar C.
 template <class X>
@@ -69,7 +99,7 @@ auto exp_or_zero(const Eigen::ArrayBase<X>& x) {
   return x.unaryExpr(ExpOrZeroOp<typename X::Scalar>());
 }
 
-// sigmoid(x) = 1 / (1 + exp(-x)), which is exp(x) to within rounding where exp(x) underflows.
+// sigmoid(x) = 1 / (1 + exp(-x)); see Note [Sigmoid from exp].
 template <class X>
 auto logistic_or_zero(const Eigen::ArrayBase<X>& x) {
   return x.unaryExpr(LogisticOrZeroOp<typename X::Scalar>());
@@ -83,10 +113,14 @@ struct functor_traits<strata::detail::ExpOrZeroOp<C>> {
   enum { Cost = functor_traits<scalar_exp_op<C>>::Cost + 2 * NumTraits<C>::AddCost, PacketAccess = packet_traits<C>::HasExp };
 };
 template <class C>
+struct functor_traits<strata::detail::LogWithSubnormalsOp<C>> {
+  enum { Cost = functor_traits<scalar_log_op<C>>::Cost + 4 * NumTraits<C>::AddCost, PacketAccess = packet_traits<C>::HasLog };
+};
+template <class C>
 struct functor_traits<strata::detail::LogisticOrZeroOp<C>> {
   enum {
-    Cost = functor_traits<scalar_logistic_op<C>>::Cost + 2 * NumTraits<C>::AddCost,
-    PacketAccess = functor_traits<scalar_logistic_op<C>>::PacketAccess
+    Cost = functor_traits<strata::detail::ExpOrZeroOp<C>>::Cost + 2 * NumTraits<C>::AddCost + NumTraits<C>::MulCost,
+    PacketAccess = functor_traits<strata::detail::ExpOrZeroOp<C>>::PacketAccess && packet_traits<C>::HasDiv
   };
 };
 }  // namespace Eigen::internal
