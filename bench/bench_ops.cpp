@@ -180,12 +180,13 @@ void neg_into_contiguous(benchmark::State& state) {
 }
 BENCHMARK(neg_into_contiguous)->Unit(benchmark::kMicrosecond);
 
+// Arg 2 mixes the layouts: a channels-last x plus a contiguous y (a result in x's layout).
 void add_layout(benchmark::State& state) {
-  const Tensor x = activation(state.range(0) != 0), y = x.clone();
+  const Tensor x = activation(state.range(0) != 0), y = state.range(0) == 2 ? x.contiguous() : x.clone();
   for (auto _ : state) benchmark::DoNotOptimize(add(x, y));
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
-BENCHMARK(add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void add_into_contiguous(benchmark::State& state) {
   const Tensor x = activation(true), y = x.clone(), out = empty(x.sizes());
@@ -285,11 +286,11 @@ void torch_neg_layout(benchmark::State& state) {
 BENCHMARK(torch_neg_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void torch_add_layout(benchmark::State& state) {
-  const torch::Tensor x = torch_activation(state.range(0) != 0), y = x.clone();
+  const torch::Tensor x = torch_activation(state.range(0) != 0), y = state.range(0) == 2 ? x.contiguous() : x.clone();
   for (auto _ : state) benchmark::DoNotOptimize(torch::add(x, y));
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
-BENCHMARK(torch_add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(torch_add_layout)->ArgName("channels_last")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void torch_mean_hw_layout(benchmark::State& state) {
   const torch::Tensor x = torch_activation(state.range(0) != 0);

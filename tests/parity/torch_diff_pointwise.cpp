@@ -8,6 +8,16 @@ namespace {
 const std::vector<double> kSpecial = {-3.5, -1, -0.0, 0, 0.25, 1, 2.5, kInf, -kInf, kNaN};
 const std::vector<double> kSmooth = {-2.5, -1.25, -0.5, 0.3, 0.75, 1.5};
 const std::vector<double> kInts = {-3, -1, 0, 1, 2, 7};
+// Near the thresholds of exp, tanh, sigmoid... in float32 and float64.
+const std::vector<double> kExtreme = {88.5, -88.5,  88.72, -87.5, 89,  -104, 709.5, -745, 1e-38, 1e-45, 3e38,
+                                      -3e38, 20,    -20,   45,   -45, 1e10, -1e10, 1e-300, 5e-324, 15.5, -9.25};
+
+// `values` repeated to 1024 elements, so that the kernels' vectorised loops see them.
+std::vector<double> tiled(const std::vector<double>& values) {
+  std::vector<double> out(1024);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = values[i % values.size()];
+  return out;
+}
 const std::vector<std::string> kAllTypes = {"bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"};
 const std::vector<std::string> kFloatTypes = {"f16", "bf16", "f32", "f64"};
 
@@ -22,7 +32,9 @@ void unary_cases(const std::string& name, Op op) {
       return std::vector<typename L::Tensor>{op(x)};
     });
     if (!floating) continue;
-    for (const auto& [label, values] : {std::pair{"special", kSpecial}, std::pair{"smooth", kSmooth}}) {
+    for (const auto& [label, values] : {std::pair{"special", kSpecial}, std::pair{"smooth", kSmooth},
+                                        std::pair{"extreme", kExtreme}, std::pair{"extreme-vectorised", tiled(kExtreme)},
+                                        std::pair{"special-vectorised", tiled(kSpecial)}}) {
       add_case("unary " + name + " " + dtype + " " + label, [=, values = values](auto lib) {
         using L = decltype(lib);
         auto x = L::make(values, {static_cast<int64_t>(values.size())}, dtype, true);
