@@ -1,6 +1,8 @@
 // torch_diff cases: pointwise ops, type promotion with scalars, their gradients.
 #include "torch_diff.h"
 
+#include <variant>
+
 namespace torch_diff {
 
 namespace {
@@ -52,6 +54,19 @@ void unary_cases(const std::string& name, Op op) {
   }
 }
 
+// op(x, y) and, when asked and it requires grad, the gradients of its sum for x and y.
+template <class Op, class T>
+std::vector<T> with_both_grads(const Op& op, const T& x, const T& y, bool with_grad) {
+  T z = op(x, y);
+  std::vector<T> out{z};
+  if (with_grad && z.requires_grad()) {
+    z.sum().backward();
+    out.push_back(x.grad());
+    out.push_back(y.grad());
+  }
+  return out;
+}
+
 template <class Op>
 void binary_cases(const std::string& name, Op op, bool with_grad = true) {
   const std::vector<double> a = {-3, -1.5, 0, 0, 2, 4, kNaN, 1};
@@ -70,29 +85,12 @@ void binary_cases(const std::string& name, Op op, bool with_grad = true) {
   for (const std::string& dtype : {std::string("f32"), std::string("f64")}) {
     add_case("binary " + name + " " + dtype + " special+grad", [=](auto lib) {
       using L = decltype(lib);
-      auto x = L::make(a, {2, 4}, dtype, true);
-      auto y = L::make(b, {2, 4}, dtype, true);
-      auto z = op(x, y);
-      std::vector<typename L::Tensor> out{z};
-      if (with_grad && z.requires_grad()) {
-        z.sum().backward();
-        out.push_back(x.grad());
-        out.push_back(y.grad());
-      }
-      return out;
+      return with_both_grads(op, L::make(a, {2, 4}, dtype, true), L::make(b, {2, 4}, dtype, true), with_grad);
     });
     add_case("binary " + name + " " + dtype + " broadcast grad", [=](auto lib) {
       using L = decltype(lib);
-      auto x = L::make({0.5, -1, 2, 3, -0.25, 1.5}, {2, 1, 3}, dtype, true);
-      auto y = L::make({1.5, 2, -0.5, 0.75}, {4, 1}, dtype, true);
-      auto z = op(x, y);
-      std::vector<typename L::Tensor> out{z};
-      if (with_grad && z.requires_grad()) {
-        z.sum().backward();
-        out.push_back(x.grad());
-        out.push_back(y.grad());
-      }
-      return out;
+      return with_both_grads(op, L::make({0.5, -1, 2, 3, -0.25, 1.5}, {2, 1, 3}, dtype, true),
+                             L::make({1.5, 2, -0.5, 0.75}, {4, 1}, dtype, true), with_grad);
     });
   }
 }
@@ -100,29 +98,23 @@ void binary_cases(const std::string& name, Op op, bool with_grad = true) {
 // x op scalar for tensor dtypes and scalar kinds: type promotion with wrapped numbers.
 template <class Op>
 void scalar_cases(const std::string& name, Op op) {
+  // The second operand of each case, by label: a Scalar or a 0-d tensor.
+  const auto operand = [](const std::string& kind, auto lib) {
+    using L = decltype(lib);
+    using Operand = std::variant<int64_t, double, bool, typename L::Tensor>;
+    if (kind == "int") return Operand(int64_t{2});
+    if (kind == "double") return Operand(2.5);
+    if (kind == "bool") return Operand(true);
+    return Operand(L::scalar_tensor(kind == "0-d f64 tensor" ? 2.5 : 3, kind == "0-d f64 tensor" ? "f64" : "i64"));
+  };
   for (const std::string& dtype : kAllTypes) {
-    add_case("scalar " + name + " " + dtype + " int", [=](auto lib) {
-      using L = decltype(lib);
-      return std::vector<typename L::Tensor>{op(L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype), int64_t{2})};
-    });
-    add_case("scalar " + name + " " + dtype + " double", [=](auto lib) {
-      using L = decltype(lib);
-      return std::vector<typename L::Tensor>{op(L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype), 2.5)};
-    });
-    add_case("scalar " + name + " " + dtype + " bool", [=](auto lib) {
-      using L = decltype(lib);
-      return std::vector<typename L::Tensor>{op(L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype), true)};
-    });
-    add_case("scalar " + name + " " + dtype + " 0-d f64 tensor", [=](auto lib) {
-      using L = decltype(lib);
-      return std::vector<typename L::Tensor>{
-          op(L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype), L::scalar_tensor(2.5, "f64"))};
-    });
-    add_case("scalar " + name + " " + dtype + " 0-d i64 tensor", [=](auto lib) {
-      using L = decltype(lib);
-      return std::vector<typename L::Tensor>{
-          op(L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype), L::scalar_tensor(3, "i64"))};
-    });
+    for (const std::string& kind : {"int", "double", "bool", "0-d f64 tensor", "0-d i64 tensor"}) {
+      add_case("scalar " + name + " " + dtype + " " + kind, [=](auto lib) {
+        using L = decltype(lib);
+        auto x = L::make({-3, -1, 0, 2, 4, 1}, {6}, dtype);
+        return std::visit([&](const auto& s) { return std::vector<typename L::Tensor>{op(x, s)}; }, operand(kind, lib));
+      });
+    }
   }
 }
 
