@@ -79,6 +79,17 @@ struct StrataLib {
   static std::vector<Tensor> compiled(F fn, const std::vector<Tensor>& inputs) {
     return strata::jit::compile([fn](const strata::tensor_list& in) { return fn(in); })(inputs);
   }
+  using Sequential = strata::nn::Sequential;
+  using NoGrad = strata::NoGradGuard;
+  static strata::nn::ReLU relu_module() { return strata::nn::ReLU(); }
+  static strata::nn::GELU gelu_module() { return strata::nn::GELU(); }
+  static strata::nn::Tanh tanh_module() { return strata::nn::Tanh(); }
+  static strata::nn::Flatten flatten_module() { return strata::nn::Flatten(); }
+  static strata::nn::MaxPool2d max_pool2d_module(int64_t kernel) { return strata::nn::MaxPool2d(kernel); }
+  static strata::nn::Conv2d conv2d_module(int64_t in, int64_t out, int64_t kernel, int64_t padding) {
+    return strata::nn::Conv2d(strata::nn::Conv2dOptions(in, out, kernel).padding(padding));
+  }
+  static strata::nn::Dropout dropout_module(double p) { return strata::nn::Dropout(p); }
   using SGD = strata::optim::SGD;
   using SGDOptions = strata::optim::SGDOptions;
   using Adam = strata::optim::Adam;
@@ -155,6 +166,19 @@ struct TorchLib {
   static std::vector<Tensor> compiled(F fn, const std::vector<Tensor>& inputs) {
     return fn(inputs);
   }
+  using Sequential = torch::nn::Sequential;
+  using NoGrad = torch::NoGradGuard;
+  static torch::nn::ReLU relu_module() { return torch::nn::ReLU(); }
+  static torch::nn::GELU gelu_module() { return torch::nn::GELU(); }
+  static torch::nn::Tanh tanh_module() { return torch::nn::Tanh(); }
+  static torch::nn::Flatten flatten_module() { return torch::nn::Flatten(); }
+  static torch::nn::MaxPool2d max_pool2d_module(int64_t kernel) {
+    return torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(kernel));
+  }
+  static torch::nn::Conv2d conv2d_module(int64_t in, int64_t out, int64_t kernel, int64_t padding) {
+    return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel).padding(padding));
+  }
+  static torch::nn::Dropout dropout_module(double p) { return torch::nn::Dropout(p); }
   using SGD = torch::optim::SGD;
   using SGDOptions = torch::optim::SGDOptions;
   using Adam = torch::optim::Adam;

@@ -165,9 +165,50 @@ void factory_cases() {
   });
 }
 
+// Forward and backward through a network whose parameters are set to ramps: the output, the
+// parameters' shapes (in parameters() order) and their gradients.
+template <class L, class Net>
+TensorList<L> run_network(Net net, const Shape& input_shape, bool train) {
+  auto params = net->parameters();
+  {
+    typename L::NoGrad no_grad;
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i].copy_(L::make(ramp(params[i].numel(), 0.3 - 0.1 * i, -0.07), params[i].sizes().vec(), "f32"));
+  }
+  train ? net->train() : net->eval();
+  auto x = L::make(ramp(count(input_shape), -0.8, 0.23), input_shape, "f32", true);
+  auto y = net->forward(x);
+  TensorList<L> out = with_grads<L>(y, {x});
+  for (const auto& p : params) {
+    out.push_back(L::make(std::vector<double>(p.sizes().begin(), p.sizes().end()), {p.dim()}, "i64"));
+    out.push_back(p.grad());
+  }
+  return out;
+}
+
+void network_cases() {
+  add_case("module MLP", [](auto lib) {
+    using L = decltype(lib);
+    typename L::Sequential net(L::linear_module(4, 5), L::relu_module(), L::linear_module(5, 3), L::tanh_module());
+    return run_network<L>(net, {2, 4}, true);
+  });
+  add_case("module CNN", [](auto lib) {
+    using L = decltype(lib);
+    typename L::Sequential net(L::conv2d_module(2, 3, 3, 1), L::relu_module(), L::max_pool2d_module(2),
+                               L::flatten_module(), L::linear_module(12, 4), L::gelu_module());
+    return run_network<L>(net, {2, 2, 4, 4}, true);
+  });
+  add_case("module LayerNorm and Dropout in eval", [](auto lib) {
+    using L = decltype(lib);
+    typename L::Sequential net(L::linear_module(6, 5), L::layer_norm_module(5), L::dropout_module(0.5));
+    return run_network<L>(net, {3, 6}, false);
+  });
+}
+
 }  // namespace
 
 void register_train_cases() {
+  network_cases();
   optimizer_cases();
   second_order_cases();
   factory_cases();
