@@ -6,6 +6,7 @@
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
 #include <strata/ops/blockwise.h>
+#include <strata/ops/eigen_math.h>
 #include <strata/ops/shapes/binary.h>
 #include <strata/ops/structured.h>
 
@@ -66,7 +67,7 @@ void pow_block(const C* x, C* y, int64_t n, double exponent) {
   else if (exponent == 2) out = in.square();
   else if (exponent == 3) out = in.cube();
   else if (exponent == 0.5) out = in.unaryExpr([](C value) { return std::sqrt(value); });  // see SqrtOp in unary.cpp
-  else if (exponent == -0.5) out = in.unaryExpr([](C value) { return C(1) / std::sqrt(value); });  // as RsqrtOp
+  else if (exponent == -0.5) out = detail::reciprocal_sqrt(in);  // as rsqrt
   else if (exponent == -1) out = in.inverse();
   else out = general_pow(in, C(exponent));
 }

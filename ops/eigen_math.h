@@ -3,6 +3,7 @@
 // array math with the edge cases IEEE and PyTorch give. See Note [Eigen exp underflow].
 #include <Eigen/Core>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -91,6 +92,14 @@ struct LogWithSubnormalsOp {
 template <class X>
 auto log_with_subnormals(const Eigen::ArrayBase<X>& x) {
   return x.unaryExpr(LogWithSubnormalsOp<typename X::Scalar>());
+}
+
+// 1 / std::sqrt(x), as LibTorch's rsqrt: Eigen's rsqrt() is an estimate refined by Newton steps
+// that went wrong on subnormals (4.0e22 for rsqrt(1e-45f), whose value is 2.7e22; NaN for
+// rsqrt(5e-324)). GCC vectorises this into the exact sqrt and divide instructions.
+template <class X>
+auto reciprocal_sqrt(const Eigen::ArrayBase<X>& x) {
+  return x.unaryExpr([](typename X::Scalar value) { return typename X::Scalar(1) / std::sqrt(value); });
 }
 
 // exp(x) for an Eigen array expression x of scalar C.

@@ -173,13 +173,8 @@ struct RsqrtOp {
   static constexpr std::string_view backward_name = "RsqrtBackward";
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
-  // 1 / std::sqrt(x), as LibTorch: Eigen's rsqrt() is an estimate refined by Newton steps that
-  // went wrong on subnormals (4.0e22 for rsqrt(1e-45f), whose value is 2.7e22; NaN for
-  // rsqrt(5e-324)). GCC vectorises this into the exact sqrt and divide instructions.
   template <class X>
-  static auto array(const X& x) {
-    return x.unaryExpr([](auto value) { return decltype(value)(1) / std::sqrt(value); });
-  }
+  static auto array(const X& x) { return detail::reciprocal_sqrt(x); }
   static Tensor call(const Tensor& x) { return rsqrt(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
     return g * (result * result * result) * -0.5;
