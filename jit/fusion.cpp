@@ -311,13 +311,13 @@ void add_constant(const C* x, C* out, N count, double value, double alpha, C sig
 template <class C>
 void run_unary_math(FusedOp op, const C* x, C* out, int64_t count) {
   switch (op) {
-    case FusedOp::Exp: return eigen_unary(x, out, count, [](const auto& a) { return ::strata::detail::exp_or_zero(a); });
+    case FusedOp::Exp: return eigen_unary(x, out, count, [](const auto& a) { return ::strata::detail::full_range_exp(a); });
     case FusedOp::Log: return eigen_unary(x, out, count, [](const auto& a) { return a.log(); });
     case FusedOp::Tanh: return eigen_unary(x, out, count, [](const auto& a) { return a.tanh(); });
     case FusedOp::Sin: return eigen_unary(x, out, count, [](const auto& a) { return a.sin(); });
     case FusedOp::Cos: return eigen_unary(x, out, count, [](const auto& a) { return a.cos(); });
     case FusedOp::Sigmoid:
-      return eigen_unary(x, out, count, [](const auto& a) { return ::strata::detail::logistic_or_zero(a); });
+      return eigen_unary(x, out, count, [](const auto& a) { return ::strata::detail::sigmoid_from_exp(a); });
     default: STRATA_INTERNAL_ASSERT(false, "run_unary_math: not an Eigen op");
   }
 }

@@ -15,12 +15,15 @@ namespace strata::detail {
 // double) and returns exp of the clamp for anything smaller, -inf included: exp(-inf) came out
 // as 5.6e-309 in double, and 2.9e-39 in float on SSE builds. So softmax gave masked (-inf)
 // entries a tiny nonzero probability and silu(-inf) was -inf instead of NaN. Below
-// log(smallest normal) the true result is subnormal or zero; these helpers return 0 there, so
-// -inf gives exactly 0 on every instruction set, and subnormal results are flushed to zero (the
-// loss is below the smallest normal number). The comparison is false for NaN, which stays NaN.
-// The helpers are Eigen functors with packet versions: Eigen 3.4 does not vectorise select(),
-// and an expression built on it ran coefficient by coefficient through the scalar exp (softmax
-// was ten times slower).
+// log(smallest normal) the true result is subnormal or zero, so there the packet version
+// computes exp(x / 2)^2, as it does near the top (Note [Eigen exp overflow]): x / 2 is far
+// inside the normal range, and the square rounds once to the subnormal result (exp(-88.5f) is
+// 3.7e-39, as std::exp and LibTorch give), or to 0 below half the smallest subnormal. Below
+// twice log(smallest normal) the square is 0 in any case and the result is set to 0 outright,
+// so -inf gives exactly 0 on every instruction set. The comparisons are false for NaN, which
+// stays NaN. The scalar version is std::exp, right at both ends. The helpers are Eigen functors
+// with packet versions: Eigen 3.4 does not vectorise select(), and an expression built on it
+// ran coefficient by coefficient through the scalar exp (softmax was ten times slower).
 template <class C>
 constexpr C exp_underflow() {  // log of the smallest normal number
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "float or double");
@@ -41,15 +44,18 @@ constexpr C exp_packet_overflow() {  // (127.5 or 1023.5) * ln 2, a little below
 }
 
 template <class C>
-struct ExpOrZeroOp {
-  C operator()(const C& x) const { return x < exp_underflow<C>() ? C(0) : Eigen::numext::exp(x); }
+struct FullRangeExpOp {
+  C operator()(const C& x) const { return std::exp(x); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     using namespace Eigen::internal;
-    const Packet large = pcmp_lt(pset1<Packet>(exp_packet_overflow<C>()), x);  // See Note [Eigen exp overflow]
-    const Packet result = pexp(pselect(large, pmul(x, pset1<Packet>(C(0.5))), x));
-    return pselect(pcmp_lt(x, pset1<Packet>(exp_underflow<C>())), pzero(x),
-                   pselect(large, pmul(result, result), result));
+    // Outside [log(smallest normal), (m_max - 0.5) ln 2] exp(x) is exp(x / 2)^2: Notes [Eigen
+    // exp underflow] and [Eigen exp overflow].
+    const Packet halved = por(pcmp_lt(x, pset1<Packet>(exp_underflow<C>())),
+                              pcmp_lt(pset1<Packet>(exp_packet_overflow<C>()), x));
+    const Packet result = pexp(pselect(halved, pmul(x, pset1<Packet>(C(0.5))), x));
+    return pselect(pcmp_lt(x, pset1<Packet>(C(2) * exp_underflow<C>())), pzero(x),
+                   pselect(halved, pmul(result, result), result));
   }
 };
 
@@ -57,16 +63,17 @@ struct ExpOrZeroOp {
 // sigmoid(x) = 1 / (1 + exp(-x)) with the exp above, as LibTorch computes it. Eigen 3.4's
 // logistic (a rational approximation, scalar and packet alike) was off by 9.6e-5 relative at
 // x = -9.25f (sigmoid 9.6111653e-05 against 9.61024155e-05), which silu's gradient showed.
-// exp(-x) is 0 below the underflow and inf beyond the overflow, giving 1 and 0 exactly; NaN
-// stays NaN.
+// exp(-x) is 0 below twice the underflow (see the Notes above) and inf beyond exp's overflow,
+// giving 1 and 0 exactly; in between the result may be subnormal (sigmoid(-88.5f) = 3.7e-39,
+// as in LibTorch). NaN stays NaN.
 template <class C>
-struct LogisticOrZeroOp {
-  C operator()(const C& x) const { return C(1) / (C(1) + ExpOrZeroOp<C>()(-x)); }
+struct SigmoidFromExpOp {
+  C operator()(const C& x) const { return C(1) / (C(1) + FullRangeExpOp<C>()(-x)); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     using namespace Eigen::internal;
     const Packet one = pset1<Packet>(C(1));
-    return pdiv(one, padd(one, ExpOrZeroOp<C>().packetOp(pnegate(x))));
+    return pdiv(one, padd(one, FullRangeExpOp<C>().packetOp(pnegate(x))));
   }
 };
 
@@ -102,23 +109,24 @@ auto reciprocal_sqrt(const Eigen::ArrayBase<X>& x) {
   return x.unaryExpr([](typename X::Scalar value) { return typename X::Scalar(1) / std::sqrt(value); });
 }
 
-// exp(x) for an Eigen array expression x of scalar C.
+// exp(x) for an Eigen array expression x of scalar C, subnormal results and -inf included:
+// Note [Eigen exp underflow].
 template <class X>
-auto exp_or_zero(const Eigen::ArrayBase<X>& x) {
-  return x.unaryExpr(ExpOrZeroOp<typename X::Scalar>());
+auto full_range_exp(const Eigen::ArrayBase<X>& x) {
+  return x.unaryExpr(FullRangeExpOp<typename X::Scalar>());
 }
 
 // sigmoid(x) = 1 / (1 + exp(-x)); see Note [Sigmoid from exp].
 template <class X>
-auto logistic_or_zero(const Eigen::ArrayBase<X>& x) {
-  return x.unaryExpr(LogisticOrZeroOp<typename X::Scalar>());
+auto sigmoid_from_exp(const Eigen::ArrayBase<X>& x) {
+  return x.unaryExpr(SigmoidFromExpOp<typename X::Scalar>());
 }
 
 }  // namespace strata::detail
 
 namespace Eigen::internal {
 template <class C>
-struct functor_traits<strata::detail::ExpOrZeroOp<C>> {
+struct functor_traits<strata::detail::FullRangeExpOp<C>> {
   enum { Cost = functor_traits<scalar_exp_op<C>>::Cost + 2 * NumTraits<C>::AddCost, PacketAccess = packet_traits<C>::HasExp };
 };
 template <class C>
@@ -126,10 +134,10 @@ struct functor_traits<strata::detail::LogWithSubnormalsOp<C>> {
   enum { Cost = functor_traits<scalar_log_op<C>>::Cost + 4 * NumTraits<C>::AddCost, PacketAccess = packet_traits<C>::HasLog };
 };
 template <class C>
-struct functor_traits<strata::detail::LogisticOrZeroOp<C>> {
+struct functor_traits<strata::detail::SigmoidFromExpOp<C>> {
   enum {
-    Cost = functor_traits<strata::detail::ExpOrZeroOp<C>>::Cost + 2 * NumTraits<C>::AddCost + NumTraits<C>::MulCost,
-    PacketAccess = functor_traits<strata::detail::ExpOrZeroOp<C>>::PacketAccess && packet_traits<C>::HasDiv
+    Cost = functor_traits<strata::detail::FullRangeExpOp<C>>::Cost + 2 * NumTraits<C>::AddCost + NumTraits<C>::MulCost,
+    PacketAccess = functor_traits<strata::detail::FullRangeExpOp<C>>::PacketAccess && packet_traits<C>::HasDiv
   };
 };
 }  // namespace Eigen::internal

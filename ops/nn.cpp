@@ -83,9 +83,9 @@ void softmax_block(const C* x, C* y, int64_t size, int64_t inner) {
     const C max = in.maxCoeff();
     if constexpr (Log) {
       out = in - max;
-      out -= std::log(detail::exp_or_zero(out).sum());
+      out -= std::log(detail::full_range_exp(out).sum());
     } else {
-      out = detail::exp_or_zero(in - max);  // Note [Eigen exp underflow]
+      out = detail::full_range_exp(in - max);  // Note [Eigen exp underflow]
       out /= out.sum();
     }
     return;
@@ -95,10 +95,10 @@ void softmax_block(const C* x, C* y, int64_t size, int64_t inner) {
   const Eigen::Array<C, 1, Eigen::Dynamic> max = in.colwise().maxCoeff();
   if constexpr (Log) {
     out = in.rowwise() - max;
-    const Eigen::Array<C, 1, Eigen::Dynamic> log_sum = detail::exp_or_zero(out).colwise().sum().log();
+    const Eigen::Array<C, 1, Eigen::Dynamic> log_sum = detail::full_range_exp(out).colwise().sum().log();
     out.rowwise() -= log_sum;
   } else {
-    out = detail::exp_or_zero(in.rowwise() - max);
+    out = detail::full_range_exp(in.rowwise() - max);
     const Eigen::Array<C, 1, Eigen::Dynamic> sum = out.colwise().sum();
     out.rowwise() /= sum;
   }
@@ -111,7 +111,7 @@ void softmax_backward_block(const C* g, const C* y, C* result, int64_t size, int
   if (inner == 1) {  // one contiguous row: vector maps keep Eigen's packet exp
     Eigen::Map<const Column<C>> grad(g, size), out(y, size);
     Eigen::Map<Column<C>> grad_input(result, size);
-    if constexpr (Log) grad_input = grad - detail::exp_or_zero(out) * grad.sum();
+    if constexpr (Log) grad_input = grad - detail::full_range_exp(out) * grad.sum();
     else grad_input = out * (grad - (grad * out).sum());
     return;
   }
@@ -119,7 +119,7 @@ void softmax_backward_block(const C* g, const C* y, C* result, int64_t size, int
   Eigen::Map<RowMajorArray<C>> grad_input(result, size, inner);
   if constexpr (Log) {
     const Eigen::Array<C, 1, Eigen::Dynamic> sum = grad.colwise().sum();
-    grad_input = grad - (detail::exp_or_zero(out).rowwise() * sum);
+    grad_input = grad - (detail::full_range_exp(out).rowwise() * sum);
   } else {
     const Eigen::Array<C, 1, Eigen::Dynamic> dot = (grad * out).colwise().sum();
     grad_input = out * (grad.rowwise() - dot);

@@ -135,7 +135,7 @@ struct ExpOp {
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
   template <class X>
-  static auto array(const X& x) { return detail::exp_or_zero(x); }  // Note [Eigen exp underflow]
+  static auto array(const X& x) { return detail::full_range_exp(x); }  // Note [Eigen exp underflow]
   static Tensor call(const Tensor& x) { return exp(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) { return g * result; }
 };
@@ -220,7 +220,7 @@ struct SigmoidOp {
   static constexpr DtypeRule rule = DtypeRule::promote_to_float;
   static constexpr bool saves_self = false, saves_result = true;
   template <class X>
-  static auto array(const X& x) { return detail::logistic_or_zero(x); }
+  static auto array(const X& x) { return detail::sigmoid_from_exp(x); }
   static Tensor call(const Tensor& x) { return sigmoid(x); }
   static Tensor derivative(const Tensor& g, const Tensor&, const Tensor& result) {
     return sigmoid_backward(g, result);
@@ -234,7 +234,7 @@ struct SiluOp {
   static constexpr DtypeRule rule = DtypeRule::floating_only;
   static constexpr bool saves_self = true, saves_result = false;
   template <class X>
-  static auto array(const X& x) { return x * detail::logistic_or_zero(x); }
+  static auto array(const X& x) { return x * detail::sigmoid_from_exp(x); }
   static Tensor call(const Tensor& x) { return silu(x); }
   static Tensor derivative(const Tensor& g, const Tensor& self, const Tensor&) {
     const Tensor s = sigmoid(self);
@@ -275,7 +275,7 @@ struct GeluErfBackwardOp {
   static auto array(const X& g, const X& x) {
     using C = typename X::Scalar;
     return g * (C(0.5) * (C(1) + (x * C(kSqrtHalf)).erf()) +
-                x * detail::exp_or_zero(x.square() * C(-0.5)) * C(kInvSqrt2Pi));
+                x * detail::full_range_exp(x.square() * C(-0.5)) * C(kInvSqrt2Pi));
   }
 };
 struct GeluTanhBackwardOp {

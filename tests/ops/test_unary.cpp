@@ -116,6 +116,39 @@ TEST_CASE("unary: exp just below the overflow threshold is finite on the vectori
   }
 }
 
+// See Note [Eigen exp underflow]: below log(smallest normal) exp's result is subnormal, and
+// both paths give it (they flushed it to 0, where std::exp and LibTorch do not). One ulp of the
+// subnormal grid is the tolerance: the packet version squares exp(x / 2).
+TEST_CASE("unary: exp and sigmoid give subnormal results on the scalar and the vectorised path") {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    INFO(dtype);
+    const bool single = dtype == kFloat32;
+    const double ulp = single ? static_cast<double>(std::numeric_limits<float>::denorm_min())
+                              : std::numeric_limits<double>::denorm_min();
+    const std::vector<double> xs = single ? std::vector<double>{-87.4, -88.5, -95.0, -100.0, -103.2, -103.9, -104.0}
+                                          : std::vector<double>{-708.5, -715.0, -730.0, -744.0, -744.4, -745.2};
+    for (double x : xs) {
+      INFO(x);
+      const double expected = single ? static_cast<double>(std::exp(static_cast<float>(x))) : std::exp(x);
+      for (int64_t count : {1, 64, 4096}) {
+        INFO(count);
+        const double got = exp(full({count}, x, TensorOptions(dtype))).select(0, count - 1).item<double>();
+        CHECK(std::abs(got - expected) <= ulp * (1 + 1e-6 * expected / ulp));
+      }
+    }
+    CHECK(exp(full({64}, single ? -88.5 : -715.0, TensorOptions(dtype))).select(0, 63).item<double>() > 0.0);
+    // sigmoid(x) = 1 / (1 + exp(-x)) is subnormal where exp(-x) is finite but above 1 / min.
+    const double x = single ? -88.5 : -709.5;
+    const double expected = single ? static_cast<double>(1.0f / (1.0f + std::exp(static_cast<float>(-x))))
+                                   : 1.0 / (1.0 + std::exp(-x));
+    REQUIRE(expected > 0.0);
+    for (int64_t count : {1, 64}) {
+      const double got = sigmoid(full({count}, x, TensorOptions(dtype))).select(0, count - 1).item<double>();
+      CHECK(got == doctest::Approx(expected).epsilon(1e-5));
+    }
+  }
+}
+
 // Notes [Eigen log of subnormals] and RsqrtOp's comment: torch_diff's "extreme" cases.
 TEST_CASE("unary: log and rsqrt of subnormal inputs, on the scalar and the vectorised path") {
   for (ScalarType dtype : {kFloat32, kFloat64}) {
