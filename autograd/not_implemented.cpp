@@ -1,6 +1,8 @@
 // The Autograd fallback: an op with kernels but no derivative, called on tensors that require
 // grad, still runs, and its outputs carry a Node that throws if backward ever reaches it.
 // See Note [Missing derivatives].
+#include <algorithm>
+
 #include <strata/autograd/grad_mode.h>
 #include <strata/autograd/variable.h>
 #include <strata/dispatch/library.h>
@@ -73,10 +75,15 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   auto node = std::make_shared<NotImplementedNode>(op.name());
   bool any_requires_grad = false;
   bool input_made_without_grad = false;  // Note [Views made without grad] in variable.cpp
+  SmallVector<const TensorImpl*, 4> input_impls;
   if (is_grad_enabled()) {
     attach_inputs(*node, stack, first, arguments, any_requires_grad);
-    for (size_t i = first; i < stack.size(); ++i)
-      if (stack[i].is_tensor() && detail::made_without_grad(stack[i].to_tensor().impl())) input_made_without_grad = true;
+    for (size_t i = first; i < stack.size(); ++i) {
+      if (!stack[i].is_tensor()) continue;
+      const TensorImpl* impl = stack[i].to_tensor().impl();
+      input_impls.push_back(impl);
+      if (detail::made_without_grad(impl)) input_made_without_grad = true;
+    }
   }
   {
     ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);
@@ -92,12 +99,13 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
     detail::set_history(out, node, node->add_output_metadata(out));
   };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
-    // A leaf that requires grad among the results is an input returned as it is: it gets its own
-    // identity to record on, as in Function::apply (recording on the leaf itself would make it
-    // the input of its own grad_fn, a cycle, and no longer a leaf).
+    // An input returned as it is that is a leaf requiring grad gets its own identity to record
+    // on, as in Function::apply (recording on the leaf itself would make it the input of its
+    // own grad_fn, a cycle, and no longer a leaf). A new view the kernel made is recorded on.
     if (stack[i].is_tensor() && stack[i].to_tensor().defined() && !op.schema().is_mutable()) {
       const Tensor& out = stack[i].to_tensor();
-      if (detail::requires_grad(out) && out.is_leaf())
+      const bool is_input = std::find(input_impls.begin(), input_impls.end(), out.impl()) != input_impls.end();
+      if (is_input && detail::requires_grad(out) && out.is_leaf())
         stack[i] = IValue(strata::detail::make_alias(out, out.sizes(), out.strides(), out.storage_offset()));
     }
     if (stack[i].is_tensor()) record(stack[i].to_tensor());

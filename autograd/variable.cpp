@@ -80,7 +80,9 @@ Edge gradient_edge(const Tensor& t) {
   AutogradMeta* meta = meta_of(t);
   if (!meta) return {};
   if (meta->grad_fn_) return {meta->grad_fn_, meta->output_nr_};
-  if (!meta->requires_grad_) return {};
+  // A leaf: one that requires grad, or a view made without grad of a base that does (a leaf of
+  // its own: Note [Views made without grad]).
+  if (!meta->requires_grad_ && !(meta->made_without_grad_ && view_requires_grad(t))) return {};
   std::lock_guard<std::mutex> lock(meta->mutex_);
   std::shared_ptr<Node> accumulator = meta->grad_accumulator_.lock();
   if (!accumulator) {
@@ -255,14 +257,19 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
 namespace {
 // Note [Views made without grad]
 // A view of a tensor that requires grad normally gets its history from the view op's Function
-// (ViewBackward...). A view made under NoGradGuard gets none, and changing it in place with grad
-// mode on later would be ambiguous: record the change on the base's tape, or not? As LibTorch
-// does (its CreationMeta::NO_GRAD_MODE), strata refuses that change (check_inplace) and allows
-// every other use of such a view. make_view marks every view of a base that requires grad as
-// made without grad (through this hook: tensor/ does not link to autograd/); wire_outputs
-// clears the mark on a view output its Function records, unless an input of that Function
-// carries the mark (a view of such a view inherits it, as in LibTorch). Regenerating a view's
-// history (Note [Stale views]) leaves the mark alone.
+// (ViewBackward...). A view made under NoGradGuard gets none, and is then, as in LibTorch (its
+// CreationMeta::NO_GRAD_MODE), a leaf of its own: requires_grad() is true (its base requires
+// grad), is_leaf() is true, grad_fn() is null, and a graph using it with grad mode on sends
+// the gradient to the view's own grad(), not to the base: what no_grad made is not recorded,
+// so no gradient crosses it. Two uses are ambiguous and refused, as LibTorch refuses them:
+// changing such a view in place with grad mode on (record the change on the base's tape, or
+// not? check_inplace), and using it where its history is needed (an op with grad mode on,
+// grad_fn(), a hook) after the storage changed in place, through the view, its base or another
+// view (refresh_view_history): the view then no longer matches what its base's tape says.
+// make_view marks every view of a base that requires grad as made without grad (through this
+// hook: tensor/ does not link to autograd/); wire_outputs clears the mark on a view output its
+// Function records, unless an input of that Function carries the mark (a view of such a view
+// inherits it, as in LibTorch).
 const bool view_made_hook_installed = (strata::detail::set_view_made_hook([](const Tensor& view) {
   autograd::detail::materialize_meta(view).made_without_grad_ = true;
 }), true);
@@ -312,7 +319,9 @@ void Tensor::set_grad(const Tensor& grad) const {
 }
 
 bool Tensor::is_leaf() const {
-  autograd::detail::refresh_view_history(*this);
+  // A view made without grad keeps its (lack of) history: asking does not throw even when its
+  // storage changed since (Note [Views made without grad]).
+  if (!autograd::detail::made_without_grad(impl())) autograd::detail::refresh_view_history(*this);
   const AutogradMeta* meta = meta_of(*this);
   return !meta || !meta->grad_fn_;
 }

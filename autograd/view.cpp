@@ -167,6 +167,9 @@ bool view_requires_grad(const Tensor& t) {
 // history now ends in CopySlices (or another in-place node), and the view's old grad_fn would
 // skip it; so the view's history is regenerated on use, as PyTorch does. A view that has no
 // history yet while its base requires grad (made before the base got one) is treated alike.
+// A view made without grad is not regenerated: it stays a leaf of its own, and once the
+// storage changed it cannot be used where history is needed (Note [Views made without grad]
+// in autograd/variable.cpp).
 void refresh_view_history(const Tensor& t) {
   TensorImpl* impl = t.impl();
   if (!impl || !impl->view_base()) return;
@@ -174,7 +177,15 @@ void refresh_view_history(const Tensor& t) {
   if (!base || !base->requires_grad()) return;
   const AutogradMeta* meta = meta_of(t);
   if (meta && meta->requires_grad_) return;  // a view made a leaf by the user
-  if (meta && meta->grad_fn_ && impl->view_version() == impl->version()) return;
+  const bool current = impl->view_version() == impl->version();
+  if (meta && meta->made_without_grad_) {
+    STRATA_CHECK(current, "[autograd] a view (shape ", t.sizes(), ") was taken under NoGradGuard of a tensor that "
+                 "requires grad, and its storage has since been changed in place (through the view, its base or "
+                 "another view of it); using it with grad mode on is ambiguous, so it is refused: take the view "
+                 "again after the change, or make both the view and its use under NoGradGuard");
+    return;
+  }
+  if (meta && meta->grad_fn_ && current) return;
   regenerate(t);
 }
 

@@ -341,6 +341,14 @@ struct DivScalarFunction : autograd::Function<DivScalarFunction> {
 
 // In-place variants: mark self dirty so it is rebased onto the new Node. mul_/div_ need
 // self's old value for other's gradient, so they keep a copy only when other needs one.
+//
+// Note [In-place operand aliasing self]
+// mul_ and div_ also keep `other` for backward, and its saved version is the one after the
+// forward (as for every Function). When `other` shares self's storage (`v.mul_(v)`, or one view
+// of a tensor multiplied in place by another view of it), the op may have overwritten the
+// values other's gradient formula reads, and no version check would notice: v.mul_(v) gave
+// g * (v^2 + v) where the gradient is g * 2v. So such an `other` is copied before the op.
+// LibTorch refuses these cases at backward (other's version moved); strata computes them.
 template <bool Negate>
 struct AddInplaceTensorFunction : autograd::Function<AddInplaceTensorFunction<Negate>> {
   static constexpr std::string_view name() { return Negate ? "SubBackward" : "AddBackward"; }
@@ -372,13 +380,17 @@ template <bool Divide>
 struct MulInplaceTensorFunction : autograd::Function<MulInplaceTensorFunction<Divide>> {
   static constexpr std::string_view name() { return Divide ? "DivBackward" : "MulBackward"; }
   static Tensor forward(AutogradContext* ctx, const Tensor& self, const Tensor& other) {
-    Tensor original;
+    Tensor original, saved_other = other;
     if (ctx->needs_input_grad(1)) {
       EnableGradGuard record;  // the copy stays on self's history, so double backward reaches it
       original = self.clone();
     }
+    if (other.impl()->storage() == self.impl()->storage()) {  // Note [In-place operand aliasing self]
+      EnableGradGuard record;
+      saved_other = other.clone();
+    }
     Divide ? div_(self, other) : mul_(self, other);
-    ctx->save_for_backward({original, other});
+    ctx->save_for_backward({original, saved_other});
     ctx->mark_dirty({self});
     return self;
   }
