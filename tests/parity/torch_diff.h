@@ -110,6 +110,14 @@ struct StrataLib {
                                   bool create_graph) {
     return strata::autograd::grad(outputs, inputs, {}, /*retain_graph=*/true, create_graph);
   }
+  static std::vector<Tensor> grad_allow_unused(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+    return strata::autograd::grad(outputs, inputs, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                  /*allow_unused=*/true);
+  }
+  template <class T>
+  using Function = strata::autograd::Function<T>;
+  using Ctx = strata::autograd::AutogradContext;
+  static double to_double(const strata::IValue& v) { return v.to_double(); }
 };
 
 struct TorchLib {
@@ -123,7 +131,8 @@ struct TorchLib {
   }
   static Tensor make(const std::vector<double>& values, const Shape& shape, const std::string& dtype,
                      bool requires_grad = false) {
-    Tensor t = torch::tensor(values, torch::kFloat64).reshape(shape).to(type(dtype));
+    // clone: reshape's result is a view, and a view's autograd differs from a fresh tensor's.
+    Tensor t = torch::tensor(values, torch::kFloat64).reshape(shape).to(type(dtype)).clone();
     if (requires_grad) t.requires_grad_(true);
     return t;
   }
@@ -199,6 +208,14 @@ struct TorchLib {
                                   bool create_graph) {
     return torch::autograd::grad(outputs, inputs, {}, /*retain_graph=*/true, create_graph);
   }
+  static std::vector<Tensor> grad_allow_unused(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+    return torch::autograd::grad(outputs, inputs, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                 /*allow_unused=*/true);
+  }
+  template <class T>
+  using Function = torch::autograd::Function<T>;
+  using Ctx = torch::autograd::AutogradContext;
+  static double to_double(const c10::IValue& v) { return v.toDouble(); }
 };
 
 // ---- results in a common form ------------------------------------------------------------------
@@ -291,6 +308,7 @@ void register_train_cases();
 void register_layout_cases();
 void register_dtype_cases();
 void register_jit_cases();
+void register_autograd_cases();
 
 // Case-writing helpers; L is a library (StrataLib or TorchLib).
 // decltype(lib_of(x)) names x's library inside a case written only over tensors.
