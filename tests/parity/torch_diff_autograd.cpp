@@ -21,6 +21,16 @@ bool has_grad_fn(const T& t) {
   return t.grad_fn() != nullptr;
 }
 
+// autograd::grad of one output with a given gradient, in either library.
+std::vector<strata::Tensor> grad_with(const strata::Tensor& output, const strata::Tensor& input,
+                                      const strata::Tensor& grad_output) {
+  return strata::autograd::grad({output}, {input}, {grad_output});
+}
+std::vector<torch::Tensor> grad_with(const torch::Tensor& output, const torch::Tensor& input,
+                                     const torch::Tensor& grad_output) {
+  return torch::autograd::grad({output}, {input}, {grad_output});
+}
+
 // ---- in-place ops on views ----------------------------------------------------------------------
 
 void view_inplace_cases() {
@@ -457,6 +467,98 @@ void engine_cases() {
     x.requires_grad_(true);
     return with_grads<L>(x * 2, {x});
   });
+  add_case("autograd backward with inputs", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto w = L::make(ramp(4, 0.5), {4}, "f64", true);
+    (x * w).sum().backward({}, false, false, {w});
+    return TensorList<L>{flags<L>({x.grad().defined()}), w.grad()};
+  });
+  add_case("autograd grad with grad_outputs", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto y = x * x;
+    return grad_with(y, x, L::make({1, -2, 0.5, 3}, {4}, "f64"));
+  });
+  add_case("autograd grad of a non-leaf input", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto h = x.exp();
+    auto out = L::grad({(h * h).sum()}, {h, x}, false);
+    out.push_back(flags<L>({x.grad().defined()}));
+    return out;
+  });
+  add_case("autograd detach_ cuts a non-leaf off", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto y = x * 2;
+    y.detach_();
+    auto w = L::make(ramp(4, 0.5), {4}, "f64", true);
+    auto out = with_grads<L>(y * w, {w});
+    out.push_back(flags<L>({y.requires_grad(), y.is_leaf(), x.grad().defined()}));
+    return out;
+  });
+  add_case("autograd hook on a tensor changed in place afterwards", [](auto lib) {
+    using L = decltype(lib);
+    using T = typename L::Tensor;
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto y = x * 2;
+    y.register_hook([](const T& g) { return g * 10; });
+    y.mul_(3);
+    return with_grads<L>(y, {x});
+  });
+  add_case("autograd hook on a view's base", [](auto lib) {
+    using L = decltype(lib);
+    using T = typename L::Tensor;
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 2;
+    y.register_hook([](const T& g) { return g + 1; });
+    auto v = y.select(0, 1);
+    return with_grads<L>(v.exp(), {x});
+  });
+  add_case("autograd retain_grad then in-place", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto y = x * 2;
+    y.retain_grad();
+    y.mul_(y.detach());
+    auto out = with_grads<L>(y * 3, {x});
+    out.push_back(y.grad());
+    return out;
+  });
+  add_case("autograd double backward with a hook", [](auto lib) {
+    using L = decltype(lib);
+    using T = typename L::Tensor;
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    auto y = x * x * x;
+    y.register_hook([](const T& g) { return g * 2; });
+    auto g = L::grad({y.sum()}, {x}, true)[0];
+    auto gg = L::grad({g.sum()}, {x}, false);
+    return TensorList<L>{g.detach(), gg[0]};
+  });
+  add_case("autograd gradient reaching a leaf through to(dtype) and clone", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f32", true);
+    auto y = x.to(L::type("f64")).clone().t().contiguous();
+    return with_grads<L>(y * y, {x});
+  });
+  add_case("autograd set_data keeps the leaf", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    x.set_data(L::make({1, 2, 3}, {3}, "f64"));
+    auto out = with_grads<L>(x * x, {x});
+    out.push_back(flags<L>({x.requires_grad(), x.is_leaf()}));
+    return out;
+  });
+  add_case("autograd optimizer zero_grad", [](auto lib) {
+    using L = decltype(lib);
+    auto w = L::make(ramp(4), {4}, "f64", true);
+    typename L::SGD sgd(TensorList<L>{w}, typename L::SGDOptions(0.1));
+    (w * w).sum().backward();
+    sgd.zero_grad();
+    (w * 3).sum().backward();
+    return TensorList<L>{w.grad()};
+  });
   add_case("autograd gradient of an expanded leaf", [](auto lib) {
     using L = decltype(lib);
     auto x = L::make(ramp(3), {3}, "f64", true);
@@ -565,7 +667,33 @@ struct Misbehaving : L::template Function<Misbehaving<L, Kind>> {
   }
 };
 
+// Returns a view of its input (x transposed).
+template <class L>
+struct TransposeView : L::template Function<TransposeView<L>> {
+  using T = typename L::Tensor;
+  static T forward(typename L::Ctx*, const T& x) { return x.t(); }
+  static TensorList<L> backward(typename L::Ctx*, TensorList<L> grads) { return {grads[0].t() * 2}; }
+};
+
 void function_cases() {
+  add_case("autograd Function returning a view of its input", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 1;
+    auto v = TransposeView<L>::apply(y);
+    auto f = flags<L>({v.requires_grad(), v.is_leaf()});
+    auto out = with_grads<L>(v * v, {x});
+    out.push_back(f);
+    return out;
+  });
+  add_case("autograd Function returning a view, changed in place", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 1;
+    auto v = TransposeView<L>::apply(y);
+    v.mul_(2);
+    return with_grads<L>(y, {x});
+  });
   add_case("autograd Function saved tensor and data", [](auto lib) {
     using L = decltype(lib);
     auto x = L::make(ramp(4), {4}, "f64", true);
