@@ -157,6 +157,24 @@ void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) 
   meta->made_without_grad_ = std::any_of(inputs.begin(), inputs.end(),
                                          [](const ForwardInput& input) { return made_without_grad(input.impl); });
 }
+
+// Note [Views returned by custom Functions]
+// A user's Function may return a view of an input (GradReverse's forward returns
+// x.view_as(x)), or an input as it is (wire_outputs makes that a view, to record on). Changing
+// such an output in place would go through autograd's view rules (CopySlices, Note [In-place on
+// views]), which send the gradient of the change to the base's history, around the Function:
+// its backward (the gradient reversal) would be skipped for that output, silently. As LibTorch
+// does (CreationMeta::IN_CUSTOM_FUNCTION), these outputs and views of them are marked:
+// check_inplace refuses to change them in place with grad mode on, and refresh_view_history
+// refuses to use one with grad mode on after its storage changed. Under NoGradGuard they change
+// like any tensor. Functions run as an op's Autograd kernel (kernel<F>(), apply_op) are left
+// out: their views are the op's own, as a schema's alias annotation (Tensor(a)) declares.
+void mark_view_outputs(const Tensor& output, const ForwardInputs& inputs, bool custom) {
+  if (!output.impl()->view_base()) return;
+  const bool from_marked_input = std::any_of(inputs.begin(), inputs.end(),
+                                             [](const ForwardInput& input) { return made_in_function(input.impl); });
+  if (custom || from_marked_input) materialize_meta(output).made_in_function_ = true;
+}
 }  // namespace
 
 // Note [Mark dirty]
@@ -165,7 +183,7 @@ void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) 
 // already did (a Function writing through data_ptr is still seen as a mutation; a built-in
 // in-place op bumped once already and is not bumped twice).
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
-                  const ForwardInputs& inputs) {
+                  const ForwardInputs& inputs, bool custom) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& output = outputs[i];
     node->add_output_metadata(output);
@@ -192,6 +210,7 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
     } else {
       clear_made_without_grad(output, inputs);
       set_history(output, node, static_cast<uint32_t>(i));
+      mark_view_outputs(output, inputs, custom);
     }
   }
   ctx.save_variables(outputs, node);

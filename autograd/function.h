@@ -69,7 +69,7 @@ namespace detail {
 struct ForwardInput;
 using ForwardInputs = SmallVector<ForwardInput, 3>;
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
-                  const ForwardInputs& inputs);
+                  const ForwardInputs& inputs, bool custom);
 SmallVector<Tensor, 2> saved_tensors(const AutogradContext& ctx);
 }
 
@@ -98,7 +98,7 @@ class AutogradContext {
   template <class T>
   friend struct Function;
   friend void detail::wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
-                                   const detail::ForwardInputs& inputs);
+                                   const detail::ForwardInputs& inputs, bool custom);
   friend SmallVector<Tensor, 2> detail::saved_tensors(const AutogradContext& ctx);
 
   void save_variables(std::span<const Tensor> outputs, const std::shared_ptr<Node>& node);
@@ -177,9 +177,10 @@ tensor_list gradients_in(tensor_list&& storage, Ts&&... grads) {
 // the built-in backwards, which run once per recorded op.
 SmallVector<Tensor, 2> saved_tensors(const AutogradContext& ctx);
 
-// Wires a Function's outputs into the tape after its forward ran.
+// Wires a Function's outputs into the tape after its forward ran. `custom`: a user's Function
+// called directly, whose view outputs are marked (Note [Views returned by custom Functions]).
 void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::span<Tensor> outputs,
-                  const ForwardInputs& inputs);
+                  const ForwardInputs& inputs, bool custom);
 // The checks and shape fixes every backward result goes through.
 // `node` is named only in an error message (a Function's name may take a demangling to build).
 tensor_list validate_gradients(const Node& node, tensor_list&& grads, const ForwardInputs& inputs,
@@ -261,6 +262,19 @@ struct Function {
   // requires grad, records a CppNode<T> whose backward is T::backward.
   template <class... Args>
   static auto apply(Args&&... args) {
+    return run<true>(std::forward<Args>(args)...);
+  }
+  // apply for the Autograd kernel of an op (kernel<F>(), and strata's own ops): a view among
+  // the outputs is the op's own, which autograd's view rules handle (Note [Views returned by
+  // custom Functions] in autograd/function.cpp).
+  template <class... Args>
+  static auto apply_op(Args&&... args) {
+    return run<false>(std::forward<Args>(args)...);
+  }
+
+ private:
+  template <bool Custom, class... Args>
+  static auto run(Args&&... args) {
     if (detail::FunctionTracer* tracer = detail::active_function_tracer()) [[unlikely]] {
       if constexpr ((std::is_copy_constructible_v<std::decay_t<Args>> && ...))
         return apply_traced(*tracer, args...);
@@ -285,15 +299,14 @@ struct Function {
     }();
     if (!record) return result;
     if constexpr (std::is_same_v<Result, Tensor>) {
-      detail::wire_outputs(node, node->ctx_, std::span<Tensor>(&result, 1), inputs);
+      detail::wire_outputs(node, node->ctx_, std::span<Tensor>(&result, 1), inputs, Custom);
       return result;
     } else {
-      detail::wire_outputs(node, node->ctx_, result, inputs);
+      detail::wire_outputs(node, node->ctx_, result, inputs, Custom);
       return result;
     }
   }
 
- private:
   // See Note [Tracing bare Functions]: the tensors are the node's inputs; every other argument
   // is captured by value.
   // U makes the return type depend on the call, so T may be incomplete where Function<T> is.
@@ -341,9 +354,9 @@ template <class F, class R, class... Args>
 struct FunctionKernel {
   R operator()(Args... args) const {
     if constexpr (IsTensorTuple<R>::value)
-      return list_to_tuple<R>(F::apply(args...), std::make_index_sequence<std::tuple_size_v<R>>{});
+      return list_to_tuple<R>(F::apply_op(args...), std::make_index_sequence<std::tuple_size_v<R>>{});
     else
-      return F::apply(args...);
+      return F::apply_op(args...);
   }
 };
 template <class F, class Return, class R, class... Args>

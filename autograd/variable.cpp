@@ -115,6 +115,11 @@ void check_inplace(const Tensor& self, const char* op) {
                self.sizes(), ") taken under NoGradGuard of a tensor that requires grad is being changed in place "
                "with grad mode on; whether that change belongs on the tape is ambiguous, so it is refused: make the "
                "view and change it both under NoGradGuard (not recorded) or both outside it (recorded)");
+  STRATA_CHECK(!(meta && meta->made_in_function_), "[", op, "] a view (shape ", self.sizes(), ", grad_fn ",
+               meta && meta->grad_fn_ ? meta->grad_fn_->name() : std::string("none"), ") returned by a custom "
+               "Function (made in its forward, or an input it returned as it is), or a view of one, is being changed "
+               "in place with grad mode on; autograd would record the change around the Function's backward, so it is "
+               "refused (see Note [Views returned by custom Functions]): clone the Function's output first");
   STRATA_CHECK(!(meta && meta->requires_grad_ && !meta->grad_fn_), "[", op,
                "] a leaf tensor that requires grad is being used in an in-place operation (shape ", self.sizes(),
                "); do it under NoGradGuard or on a clone");
@@ -321,7 +326,8 @@ void Tensor::set_grad(const Tensor& grad) const {
 bool Tensor::is_leaf() const {
   // A view made without grad keeps its (lack of) history: asking does not throw even when its
   // storage changed since (Note [Views made without grad]).
-  if (!autograd::detail::made_without_grad(impl())) autograd::detail::refresh_view_history(*this);
+  if (!autograd::detail::made_without_grad(impl()) && !autograd::detail::made_in_function(impl()))
+    autograd::detail::refresh_view_history(*this);
   const AutogradMeta* meta = meta_of(*this);
   return !meta || !meta->grad_fn_;
 }

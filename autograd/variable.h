@@ -36,6 +36,10 @@ class AutogradMeta final : public AutogradMetaInterface {
   // A view of a tensor that requires grad, made where no history was recorded for it (Note
   // [Views made without grad]): it must not change in place while grad mode is on.
   bool made_without_grad_ = false;
+  // A view returned by a user's Function (made in its forward, or an input it returned as it
+  // is), or a view of one: it must not change in place while grad mode is on, and its history is
+  // not regenerated (Note [Views returned by custom Functions] in autograd/function.cpp).
+  bool made_in_function_ = false;
   // Guards accumulator_, grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
   std::mutex mutex_;
 };
@@ -67,6 +71,12 @@ bool view_requires_grad(const Tensor& t);  // a view whose base gained a history
 inline bool made_without_grad(const TensorImpl* impl) {
   const auto* meta = impl ? static_cast<const AutogradMeta*>(impl->autograd_meta()) : nullptr;
   return meta && meta->made_without_grad_;
+}
+// Whether `impl` is a view returned by a custom Function, or a view of one (Note [Views returned
+// by custom Functions] in autograd/function.cpp).
+inline bool made_in_function(const TensorImpl* impl) {
+  const auto* meta = impl ? static_cast<const AutogradMeta*>(impl->autograd_meta()) : nullptr;
+  return meta && meta->made_in_function_;
 }
 inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);

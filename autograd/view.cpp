@@ -185,6 +185,10 @@ void refresh_view_history(const Tensor& t) {
                  "again after the change, or make both the view and its use under NoGradGuard");
     return;
   }
+  STRATA_CHECK(current || !(meta && meta->made_in_function_), "[autograd] a view (shape ", t.sizes(), ") returned by "
+               "a custom Function, or a view of one, has had its storage changed in place since (through its base or "
+               "another view); regenerating its history would skip the Function's backward, so using it with grad "
+               "mode on is refused (Note [Views returned by custom Functions]): clone the Function's output first");
   if (meta && meta->grad_fn_ && current) return;
   regenerate(t);
 }

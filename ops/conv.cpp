@@ -744,17 +744,17 @@ struct MaxPool2dBackwardFunction : autograd::Function<MaxPool2dBackwardFunction>
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("conv2d", [](const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
                       IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-    return Conv2dFunction::apply(input, weight, detail::value_or_undefined(bias), stride, padding, dilation, groups);
+    return Conv2dFunction::apply_op(input, weight, detail::value_or_undefined(bias), stride, padding, dilation, groups);
   });
   m.impl("_conv2d_backward", [](const Tensor& grad, const Tensor& input, const Tensor& weight, IntArrayRef stride,
                                 IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool input_grad,
                                 bool weight_grad) {
-    return detail::to_tuple2(Conv2dBackwardFunction::apply(grad, input, weight, stride, padding, dilation, groups,
+    return detail::to_tuple2(Conv2dBackwardFunction::apply_op(grad, input, weight, stride, padding, dilation, groups,
                                                            input_grad, weight_grad));
   });
   m.impl("max_pool2d_with_indices", [](const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
                                        IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-    return detail::to_tuple2(MaxPool2dFunction::apply(self, kernel_size, stride, padding, dilation, ceil_mode));
+    return detail::to_tuple2(MaxPool2dFunction::apply_op(self, kernel_size, stride, padding, dilation, ceil_mode));
   });
   m.impl("max_pool2d_with_indices_backward", autograd::kernel<MaxPool2dBackwardFunction>());
 }

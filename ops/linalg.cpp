@@ -533,7 +533,7 @@ struct LinearFunction : autograd::Function<LinearFunction> {
 };
 
 Tensor linear_autograd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  return LinearFunction::apply(input, weight, bias ? *bias : Tensor());
+  return LinearFunction::apply_op(input, weight, bias ? *bias : Tensor());
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {

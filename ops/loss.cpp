@@ -399,13 +399,13 @@ std::tuple<Tensor, Tensor> nll_loss_forward_autograd(const Tensor& self, const T
                                                      const std::optional<Tensor>& weight, int64_t reduction,
                                                      int64_t ignore_index) {
   return detail::to_tuple2(
-      NllLossFunction::apply(self, target, detail::value_or_undefined(weight), reduction, ignore_index));
+      NllLossFunction::apply_op(self, target, detail::value_or_undefined(weight), reduction, ignore_index));
 }
 
 Tensor nll_loss_backward_autograd(const Tensor& grad, const Tensor& self, const Tensor& target,
                                   const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                                   const Tensor& total_weight) {
-  return NllLossBackwardFunction::apply(grad, self, target, detail::value_or_undefined(weight), reduction,
+  return NllLossBackwardFunction::apply_op(grad, self, target, detail::value_or_undefined(weight), reduction,
                                         ignore_index, total_weight);
 }
 
@@ -415,7 +415,7 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("binary_cross_entropy_with_logits",
          [](const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
             const std::optional<Tensor>& pos_weight, int64_t reduction) {
-           return BinaryCrossEntropyWithLogitsFunction::apply(self, target, detail::value_or_undefined(weight),
+           return BinaryCrossEntropyWithLogitsFunction::apply_op(self, target, detail::value_or_undefined(weight),
                                                               detail::value_or_undefined(pos_weight), reduction);
          });
 }

@@ -519,11 +519,11 @@ struct EmbeddingFunction : autograd::Function<EmbeddingFunction> {
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("native_dropout", [](const Tensor& input, double p, std::optional<bool> train) {
-    return detail::to_tuple2(NativeDropoutFunction::apply(input, p, train));
+    return detail::to_tuple2(NativeDropoutFunction::apply_op(input, p, train));
   });
   m.impl("native_layer_norm", [](const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
                                  const std::optional<Tensor>& bias, double eps) {
-    return detail::to_tuple3(LayerNormFunction::apply(input, normalized_shape, detail::value_or_undefined(weight),
+    return detail::to_tuple3(LayerNormFunction::apply_op(input, normalized_shape, detail::value_or_undefined(weight),
                                                       detail::value_or_undefined(bias), eps));
   });
   m.impl("embedding", autograd::kernel<EmbeddingFunction>());

@@ -267,7 +267,7 @@ struct ExtremumDimFunction : autograd::Function<ExtremumDimFunction<is_max>> {
 
 template <bool is_max>
 std::tuple<Tensor, Tensor> extremum_dim_autograd(const Tensor& self, int64_t dim, bool keepdim) {
-  tensor_list outputs = ExtremumDimFunction<is_max>::apply(self, dim, keepdim);
+  tensor_list outputs = ExtremumDimFunction<is_max>::apply_op(self, dim, keepdim);
   return {std::move(outputs[0]), std::move(outputs[1])};
 }
 

@@ -96,6 +96,18 @@ struct NoMaterialize : autograd::Function<NoMaterialize> {
   }
 };
 
+// Gradient reversal: the identity forward (a view of x), the negated gradient backward.
+struct GradReverse : autograd::Function<GradReverse> {
+  static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x.view(x.sizes()); }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return {-grads[0]}; }
+};
+
+// Returns its input as it is.
+struct Passthrough : autograd::Function<Passthrough> {
+  static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x; }
+  static tensor_list backward(autograd::AutogradContext*, tensor_list grads) { return {grads[0] * 3.0}; }
+};
+
 }  // namespace
 
 TEST_CASE("function: forward and backward with saved tensors and saved data") {
@@ -233,4 +245,55 @@ TEST_CASE("function: an op without a derivative runs, and backward through it na
                                      "STRATA_LIBRARY_IMPL(fn_test_noderiv, Autograd, m) { m.impl(\"twice\","});
   NoGradGuard no_grad;
   CHECK_FALSE(call("fn_test_noderiv::twice", x).to_tensor().requires_grad());
+}
+
+// Note [Views returned by custom Functions]: changing such a view in place would send the
+// change's gradient around the Function's backward (here: the reversal would be lost).
+TEST_CASE("function: a view a Function returns is not changed in place with grad on") {
+  Tensor x = tensor({1.0, -2.0, 3.0}, kFloat64).requires_grad_();
+  Tensor y = x * 1.0;
+  Tensor r = GradReverse::apply(y);
+  CHECK(r.is_view());
+  expect_error<Error>([&] { r.mul_(2.0); }, "[mul_]", {"custom Function", "GradReverse", "clone"});
+  expect_error<Error>([&] { r.t().mul_(2.0); }, "[mul_]", {"custom Function"});  // a view of it
+  Tensor p = Passthrough::apply(y);
+  expect_error<Error>([&] { p.relu_(); }, "[relu_]", {"custom Function", "Passthrough"});
+  // Cloned, the output changes in place and the gradient goes through the Function.
+  Tensor c = r.clone();
+  c.mul_(2.0);
+  c.sum().backward();
+  CHECK(equal(x.grad(), full({3}, -2.0, kFloat64)));
+  // Under NoGradGuard the view changes like any tensor; with grad on it is then stale, and
+  // using it is refused rather than given a history that skips the Function.
+  {
+    NoGradGuard no_grad;
+    r.add_(1.0);
+  }
+  CHECK(equal(y.detach(), tensor({2.0, -1.0, 4.0}, kFloat64)));
+  expect_error<Error>([&] { (void)(r * 2.0); }, "[autograd]", {"custom Function", "clone"});
+  // Unchanged, it is used as any output: the reversal applies.
+  Tensor z = tensor({1.0, 1.0}, kFloat64).requires_grad_();
+  (GradReverse::apply(z * 1.0) * 5.0).sum().backward();
+  CHECK(equal(z.grad(), full({2}, -5.0, kFloat64)));
+}
+
+TEST_CASE("function: the views of a built-in op's Function change in place as before") {
+  Tensor x = tensor({1.0, -2.0, 3.0, 4.0}, kFloat64).requires_grad_();
+  Tensor y = x * 1.0;
+  Tensor v = y.view({2, 2}).t();
+  v.mul_(3.0);
+  y.sum().backward();
+  CHECK(equal(x.grad(), full({4}, 3.0, kFloat64)));
+  // A Function registered as an op's Autograd kernel is the op's own: its views follow the
+  // schema's alias annotation, not the custom-Function rule.
+  Library def("fn_test_alias", Library::DEF);
+  def.def("same(Tensor(a) x) -> Tensor(a)");
+  Library cpu("fn_test_alias", Library::IMPL, DispatchKey::CPU);
+  cpu.impl("same", [](const Tensor& x) { return x.view(x.sizes()); });
+  Library grad("fn_test_alias", Library::IMPL, DispatchKey::Autograd);
+  grad.impl("same", autograd::kernel<GradReverse>());
+  Tensor w = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor s = call("fn_test_alias::same", w * 1.0).to_tensor();
+  s.mul_(2.0);
+  CHECK(s.requires_grad());
 }
