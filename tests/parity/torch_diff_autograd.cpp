@@ -675,6 +675,17 @@ struct TransposeView : L::template Function<TransposeView<L>> {
   static TensorList<L> backward(typename L::Ctx*, TensorList<L> grads) { return {grads[0].t() * 2}; }
 };
 
+// Gradients through Misbehaving<Kind> of two inputs of `dtype`.
+template <BadGradient Kind>
+void misbehaving_case(const char* name, const char* dtype) {
+  add_case(name, [dtype](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(4), {4}, dtype, true);
+    auto y = L::make(ramp(4, 0.5), {4}, dtype, true);
+    return with_grads<L>(Misbehaving<L, Kind>::apply(x, y), {x, y});
+  });
+}
+
 void function_cases() {
   add_case("autograd Function returning a view of its input", [](auto lib) {
     using L = decltype(lib);
@@ -785,30 +796,10 @@ void function_cases() {
     out.push_back(f);
     return out;
   });
-  add_case("autograd Function backward gradient of the wrong shape", [](auto lib) {
-    using L = decltype(lib);
-    auto x = L::make(ramp(4), {4}, "f64", true);
-    auto y = L::make(ramp(4, 0.5), {4}, "f64", true);
-    return with_grads<L>(Misbehaving<L, BadGradient::shape>::apply(x, y), {x, y});
-  });
-  add_case("autograd Function backward returning too few gradients", [](auto lib) {
-    using L = decltype(lib);
-    auto x = L::make(ramp(4), {4}, "f64", true);
-    auto y = L::make(ramp(4, 0.5), {4}, "f64", true);
-    return with_grads<L>(Misbehaving<L, BadGradient::too_few>::apply(x, y), {x, y});
-  });
-  add_case("autograd Function backward returning too many gradients", [](auto lib) {
-    using L = decltype(lib);
-    auto x = L::make(ramp(4), {4}, "f64", true);
-    auto y = L::make(ramp(4, 0.5), {4}, "f64", true);
-    return with_grads<L>(Misbehaving<L, BadGradient::too_many>::apply(x, y), {x, y});
-  });
-  add_case("autograd Function backward gradient of another dtype", [](auto lib) {
-    using L = decltype(lib);
-    auto x = L::make(ramp(4), {4}, "f32", true);
-    auto y = L::make(ramp(4, 0.5), {4}, "f32", true);
-    return with_grads<L>(Misbehaving<L, BadGradient::dtype>::apply(x, y), {x, y});
-  });
+  misbehaving_case<BadGradient::shape>("autograd Function backward gradient of the wrong shape", "f64");
+  misbehaving_case<BadGradient::too_few>("autograd Function backward returning too few gradients", "f64");
+  misbehaving_case<BadGradient::too_many>("autograd Function backward returning too many gradients", "f64");
+  misbehaving_case<BadGradient::dtype>("autograd Function backward gradient of another dtype", "f32");
 }
 
 }  // namespace
