@@ -675,6 +675,27 @@ struct TransposeView : L::template Function<TransposeView<L>> {
   static TensorList<L> backward(typename L::Ctx*, TensorList<L> grads) { return {grads[0].t() * 2}; }
 };
 
+// What a Function recorded during backward, as a float64 tensor.
+template <class L>
+typename L::Tensor recorded(const std::vector<double>& seen) {
+  return L::make(seen, {static_cast<int64_t>(seen.size())}, "f64");
+}
+
+// TwoOutputs<Materialize> with only its first output used: the gradients, and whether backward
+// saw defined gradients for both outputs.
+template <bool Materialize>
+void materialize_case(const char* name) {
+  add_case(name, [](auto lib) {
+    using L = decltype(lib);
+    using F = TwoOutputs<L, Materialize>;
+    auto x = L::make(ramp(4), {4}, "f64", true);
+    F::seen.clear();
+    auto out = with_grads<L>(F::apply(x)[0], {x});
+    out.push_back(recorded<L>(F::seen));
+    return out;
+  });
+}
+
 // Gradients through Misbehaving<Kind> of two inputs of `dtype`.
 template <BadGradient Kind>
 void misbehaving_case(const char* name, const char* dtype) {
@@ -757,24 +778,8 @@ void function_cases() {
     out.push_back(f);
     return out;
   });
-  add_case("autograd Function materialized gradients", [](auto lib) {
-    using L = decltype(lib);
-    using F = TwoOutputs<L, true>;
-    auto x = L::make(ramp(4), {4}, "f64", true);
-    F::seen.clear();
-    auto out = with_grads<L>(F::apply(x)[0], {x});
-    out.push_back(L::make(F::seen, {static_cast<int64_t>(F::seen.size())}, "f64"));
-    return out;
-  });
-  add_case("autograd Function set_materialize_grads(false)", [](auto lib) {
-    using L = decltype(lib);
-    using F = TwoOutputs<L, false>;
-    auto x = L::make(ramp(4), {4}, "f64", true);
-    F::seen.clear();
-    auto out = with_grads<L>(F::apply(x)[0], {x});
-    out.push_back(L::make(F::seen, {static_cast<int64_t>(F::seen.size())}, "f64"));
-    return out;
-  });
+  materialize_case<true>("autograd Function materialized gradients");
+  materialize_case<false>("autograd Function set_materialize_grads(false)");
   add_case("autograd Function needs_input_grad", [](auto lib) {
     using L = decltype(lib);
     using F = Product<L>;
@@ -784,7 +789,7 @@ void function_cases() {
     F::seen.clear();
     auto out = with_grads<L>(F::apply(a, b), {a});
     (void)L::grad({F::apply(a, c).sum()}, {c}, false);  // only c's slot is wanted here
-    out.push_back(L::make(F::seen, {static_cast<int64_t>(F::seen.size())}, "f64"));
+    out.push_back(recorded<L>(F::seen));
     return out;
   });
   add_case("autograd Function returning its input unchanged", [](auto lib) {
