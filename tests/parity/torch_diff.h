@@ -309,6 +309,7 @@ void register_layout_cases();
 void register_dtype_cases();
 void register_jit_cases();
 void register_autograd_cases();
+void register_error_cases();
 
 // Case-writing helpers; L is a library (StrataLib or TorchLib).
 // decltype(lib_of(x)) names x's library inside a case written only over tensors.
