@@ -171,9 +171,9 @@ void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) 
 // out: their views are the op's own, as a schema's alias annotation (Tensor(a)) declares.
 void mark_view_outputs(const Tensor& output, const ForwardInputs& inputs, bool custom) {
   if (!output.impl()->view_base()) return;
-  const bool from_marked_input = std::any_of(inputs.begin(), inputs.end(),
-                                             [](const ForwardInput& input) { return made_in_function(input.impl); });
-  if (custom || from_marked_input) materialize_meta(output).made_in_function_ = true;
+  if (custom || std::any_of(inputs.begin(), inputs.end(),
+                            [](const ForwardInput& input) { return made_in_function(input.impl); }))
+    materialize_meta(output).made_in_function_ = true;
 }
 }  // namespace
 
