@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   register_dtype_cases();
   register_jit_cases();
   register_autograd_cases();
+  register_function_cases();
   register_error_cases();
   const std::string filter = argc > 1 ? argv[1] : "";
   std::map<Kind, int> counts;

@@ -309,6 +309,7 @@ void register_layout_cases();
 void register_dtype_cases();
 void register_jit_cases();
 void register_autograd_cases();
+void register_function_cases();
 void register_error_cases();
 
 // Case-writing helpers; L is a library (StrataLib or TorchLib).
@@ -326,6 +327,19 @@ inline int64_t count(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+// Booleans as a float64 tensor, so that flags (requires_grad, is_leaf, ...) compare as values.
+template <class L>
+typename L::Tensor flags(std::initializer_list<bool> values) {
+  std::vector<double> v;
+  for (bool b : values) v.push_back(b ? 1.0 : 0.0);
+  return L::make(v, {static_cast<int64_t>(v.size())}, "f64");
+}
+
+template <class T>
+bool has_grad_fn(const T& t) {
+  return t.grad_fn() != nullptr;
 }
 
 // Gradients of sum(y * ramp) with respect to each input that requires grad (in order).
