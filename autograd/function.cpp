@@ -149,15 +149,6 @@ void AutogradContext::release() {
 namespace detail {
 
 namespace {
-// A recorded view output has history now, unless it is a view of a view made without grad.
-// See Note [Views made without grad] in autograd/variable.cpp.
-void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) {
-  AutogradMeta* meta = meta_of(output);
-  if (!meta || !meta->made_without_grad_) return;
-  meta->made_without_grad_ = std::any_of(inputs.begin(), inputs.end(),
-                                         [](const ForwardInput& input) { return made_without_grad(input.impl); });
-}
-
 // Note [Views returned by custom Functions]
 // A user's Function may return a view of an input (GradReverse's forward returns
 // x.view_as(x)), or an input as it is (wire_outputs makes that a view, to record on). Changing
@@ -169,11 +160,18 @@ void clear_made_without_grad(const Tensor& output, const ForwardInputs& inputs) 
 // refuses to use one with grad mode on after its storage changed. Under NoGradGuard they change
 // like any tensor. Functions run as an op's Autograd kernel (kernel<F>(), apply_op) are left
 // out: their views are the op's own, as a schema's alias annotation (Tensor(a)) declares.
+// Every view output a Function records takes its ViewCreation here: a custom Function's are
+// marked, any other inherits its inputs' marks (a view of a view made without grad is one too:
+// Note [Views made without grad] in autograd/variable.cpp).
 void mark_view_outputs(const Tensor& output, const ForwardInputs& inputs, bool custom) {
   if (!output.impl()->view_base()) return;
-  if (custom || std::any_of(inputs.begin(), inputs.end(),
-                            [](const ForwardInput& input) { return made_in_function(input.impl); }))
-    materialize_meta(output).made_in_function_ = true;
+  ViewCreation creation = ViewCreation::kDefault;
+  if (custom) {
+    creation = ViewCreation::kInCustomFunction;
+  } else {
+    for (const ForwardInput& input : inputs) creation = inherit_view_creation(creation, input.impl);
+  }
+  set_view_creation(output, creation);
 }
 }  // namespace
 
@@ -208,7 +206,6 @@ void wire_outputs(const std::shared_ptr<Node>& node, AutogradContext& ctx, std::
     if (dirty) {
       rebase_history(output, node, static_cast<uint32_t>(i), self_slot);
     } else {
-      clear_made_without_grad(output, inputs);
       set_history(output, node, static_cast<uint32_t>(i));
       mark_view_outputs(output, inputs, custom);
     }

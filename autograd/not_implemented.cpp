@@ -74,7 +74,8 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   const size_t first = stack.size() - arguments;
   auto node = std::make_shared<NotImplementedNode>(op.name());
   bool any_requires_grad = false;
-  bool input_made_without_grad = false;  // Note [Views made without grad] in variable.cpp
+  // What a view result inherits (Note [Views made without grad] in variable.cpp).
+  ViewCreation inherited = ViewCreation::kDefault;
   SmallVector<const TensorImpl*, 4> input_impls;
   if (is_grad_enabled()) {
     attach_inputs(*node, stack, first, arguments, any_requires_grad);
@@ -82,7 +83,7 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
       if (!stack[i].is_tensor()) continue;
       const TensorImpl* impl = stack[i].to_tensor().impl();
       input_impls.push_back(impl);
-      if (detail::made_without_grad(impl)) input_made_without_grad = true;
+      inherited = detail::inherit_view_creation(inherited, impl);
     }
   }
   {
@@ -95,8 +96,8 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   const size_t results = op.schema().returns.size();
   auto record = [&](const Tensor& out) {
     if (!out.defined() || !out.is_floating_point()) return;
-    if (AutogradMeta* meta = detail::meta_of(out)) meta->made_without_grad_ = input_made_without_grad;
     detail::set_history(out, node, node->add_output_metadata(out));
+    detail::set_view_creation(out, inherited);
   };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
     // An input returned as it is that is a leaf requiring grad gets its own identity to record

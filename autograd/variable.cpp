@@ -80,9 +80,9 @@ Edge gradient_edge(const Tensor& t) {
   AutogradMeta* meta = meta_of(t);
   if (!meta) return {};
   if (meta->grad_fn_) return {meta->grad_fn_, meta->output_nr_};
-  // A leaf: one that requires grad, or a view made without grad of a base that does (a leaf of
-  // its own: Note [Views made without grad]).
-  if (!meta->requires_grad_ && !(meta->made_without_grad_ && view_requires_grad(t))) return {};
+  // A leaf that requires grad. A view made without grad of a base that does has no edge: the
+  // gradient reaching it is dropped (Note [Views made without grad]).
+  if (!meta->requires_grad_) return {};
   std::lock_guard<std::mutex> lock(meta->mutex_);
   std::shared_ptr<Node> accumulator = meta->grad_accumulator_.lock();
   if (!accumulator) {
@@ -98,6 +98,12 @@ Edge gradient_edge(const Tensor& t) {
   return {std::move(accumulator), 0};  // a moved shared_ptr costs no count change
 }
 
+void set_view_creation(const Tensor& output, ViewCreation creation) {
+  if (!output.impl()->view_base()) return;
+  AutogradMeta* meta = meta_of(output);
+  if (meta || creation != ViewCreation::kDefault) (meta ? *meta : materialize_meta(output)).view_creation_ = creation;
+}
+
 void forget_accumulator(const Tensor& t) {
   AutogradMeta* meta = meta_of(t);
   if (!meta) return;
@@ -111,11 +117,12 @@ void forget_accumulator(const Tensor& t) {
 // See Note [In-place on views] in autograd/view.h.
 void check_inplace(const Tensor& self, const char* op) {
   const AutogradMeta* meta = meta_of(self);
-  STRATA_CHECK(!(meta && meta->made_without_grad_ && view_requires_grad(self)), "[", op, "] a view (shape ",
+  const ViewCreation creation = meta ? meta->view_creation_ : ViewCreation::kDefault;
+  STRATA_CHECK(!(creation == ViewCreation::kWithoutGrad && view_requires_grad(self)), "[", op, "] a view (shape ",
                self.sizes(), ") taken under NoGradGuard of a tensor that requires grad is being changed in place "
                "with grad mode on; whether that change belongs on the tape is ambiguous, so it is refused: make the "
                "view and change it both under NoGradGuard (not recorded) or both outside it (recorded)");
-  STRATA_CHECK(!(meta && meta->made_in_function_), "[", op, "] a view (shape ", self.sizes(), ", grad_fn ",
+  STRATA_CHECK(creation != ViewCreation::kInCustomFunction, "[", op, "] a view (shape ", self.sizes(), ", grad_fn ",
                meta && meta->grad_fn_ ? meta->grad_fn_->name() : std::string("none"), ") returned by a custom "
                "Function (made in its forward, or an input it returned as it is), or a view of one, is being changed "
                "in place with grad mode on; autograd would record the change around the Function's backward, so it is "
@@ -264,19 +271,21 @@ namespace {
 // A view of a tensor that requires grad normally gets its history from the view op's Function
 // (ViewBackward...). A view made under NoGradGuard gets none, and is then, as in LibTorch (its
 // CreationMeta::NO_GRAD_MODE), a leaf of its own: requires_grad() is true (its base requires
-// grad), is_leaf() is true, grad_fn() is null, and a graph using it with grad mode on sends
-// the gradient to the view's own grad(), not to the base: what no_grad made is not recorded,
-// so no gradient crosses it. Two uses are ambiguous and refused, as LibTorch refuses them:
+// grad), is_leaf() is true, grad_fn() is null, and a graph using it with grad mode on has no
+// edge to it: the gradient that reaches it goes nowhere, neither to the base (what no_grad made
+// is not recorded, so no gradient crosses it) nor to the view's own grad(), which stays
+// undefined (LibTorch's grad accumulator exists only for tensors whose own requires_grad flag is
+// set; requires_grad_(true) on the view gives it one, as there). Two uses are ambiguous and refused, as LibTorch refuses them:
 // changing such a view in place with grad mode on (record the change on the base's tape, or
 // not? check_inplace), and using it where its history is needed (an op with grad mode on,
 // grad_fn(), a hook) after the storage changed in place, through the view, its base or another
 // view (refresh_view_history): the view then no longer matches what its base's tape says.
-// make_view marks every view of a base that requires grad as made without grad (through this
+// The mark is ViewCreation::kWithoutGrad (autograd/variable.h). make_view marks every view of a base that requires grad as made without grad (through this
 // hook: tensor/ does not link to autograd/); wire_outputs clears the mark on a view output its
 // Function records, unless an input of that Function carries the mark (a view of such a view
 // inherits it, as in LibTorch).
 const bool view_made_hook_installed = (strata::detail::set_view_made_hook([](const Tensor& view) {
-  autograd::detail::materialize_meta(view).made_without_grad_ = true;
+  autograd::detail::materialize_meta(view).view_creation_ = autograd::ViewCreation::kWithoutGrad;
 }), true);
 
 // from_blob's TensorOptions::requires_grad reaches requires_grad_ through this hook (tensor/
@@ -326,7 +335,7 @@ void Tensor::set_grad(const Tensor& grad) const {
 bool Tensor::is_leaf() const {
   // A view made without grad keeps its (lack of) history: asking does not throw even when its
   // storage changed since (Note [Views made without grad]).
-  if (!autograd::detail::made_without_grad(impl()) && !autograd::detail::made_in_function(impl()))
+  if (autograd::detail::view_creation(impl()) == autograd::ViewCreation::kDefault)
     autograd::detail::refresh_view_history(*this);
   const AutogradMeta* meta = meta_of(*this);
   return !meta || !meta->grad_fn_;

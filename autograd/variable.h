@@ -11,6 +11,19 @@ namespace strata::autograd {
 
 class AccumulateGrad;
 
+// How a view came to be, which decides the autograd rules it follows (LibTorch keeps the same
+// as CreationMeta). Both marks forbid in-place changes with grad mode on and refuse a use that
+// would need the view's history regenerated after its storage changed.
+enum class ViewCreation : uint8_t {
+  kDefault,  // not a view, or a view whose history follows its base's (Note [Views and their base])
+  // Taken of a tensor that requires grad where no history was recorded for it: a leaf of its own
+  // (Note [Views made without grad] in autograd/variable.cpp).
+  kWithoutGrad,
+  // Returned by a user's Function (made in its forward, or an input it returned as it is), or a
+  // view of one (Note [Views returned by custom Functions] in autograd/function.cpp).
+  kInCustomFunction,
+};
+
 class AutogradMeta final : public AutogradMetaInterface {
  public:
   // Every recorded output gets one: pooled (Note [Pooled small objects] in tensor/storage.cpp).
@@ -33,13 +46,7 @@ class AutogradMeta final : public AutogradMetaInterface {
     GradientHook fn;
   };
   std::vector<LeafHook> leaf_hooks_;  // a leaf's hooks, run by its AccumulateGrad
-  // A view of a tensor that requires grad, made where no history was recorded for it (Note
-  // [Views made without grad]): it must not change in place while grad mode is on.
-  bool made_without_grad_ = false;
-  // A view returned by a user's Function (made in its forward, or an input it returned as it
-  // is), or a view of one: it must not change in place while grad mode is on, and its history is
-  // not regenerated (Note [Views returned by custom Functions] in autograd/function.cpp).
-  bool made_in_function_ = false;
+  ViewCreation view_creation_ = ViewCreation::kDefault;
   // Guards accumulator_, grad_accumulator_ and grad_ (Note [Threads sharing a leaf]).
   std::mutex mutex_;
 };
@@ -67,17 +74,20 @@ Edge gradient_edge(const Tensor& t);
 // A leaf's later graphs get a new accumulator (its data changed dtype, shape or device).
 void forget_accumulator(const Tensor& t);
 bool view_requires_grad(const Tensor& t);  // a view whose base gained a history since
-// Whether `impl` is a view made without grad mode (Note [Views made without grad]).
-inline bool made_without_grad(const TensorImpl* impl) {
+inline ViewCreation view_creation(const TensorImpl* impl) {
   const auto* meta = impl ? static_cast<const AutogradMeta*>(impl->autograd_meta()) : nullptr;
-  return meta && meta->made_without_grad_;
+  return meta ? meta->view_creation_ : ViewCreation::kDefault;
 }
-// Whether `impl` is a view returned by a custom Function, or a view of one (Note [Views returned
-// by custom Functions] in autograd/function.cpp).
-inline bool made_in_function(const TensorImpl* impl) {
-  const auto* meta = impl ? static_cast<const AutogradMeta*>(impl->autograd_meta()) : nullptr;
-  return meta && meta->made_in_function_;
+// What a view recorded with grad mode on inherits from the inputs it was made of, folded over
+// them: a view of a view made without grad is one too, else a view of a custom Function's view
+// is one too, as LibTorch propagates CreationMeta from a view's base.
+inline ViewCreation inherit_view_creation(ViewCreation so_far, const TensorImpl* input) {
+  const ViewCreation creation = view_creation(input);
+  if (so_far == ViewCreation::kWithoutGrad || creation == ViewCreation::kWithoutGrad) return ViewCreation::kWithoutGrad;
+  return so_far == ViewCreation::kDefault ? creation : so_far;
 }
+// Sets a recorded output's creation; outputs that are not views keep the default.
+void set_view_creation(const Tensor& output, ViewCreation creation);
 inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);
   if (meta && meta->requires_grad()) return true;

@@ -178,14 +178,15 @@ void refresh_view_history(const Tensor& t) {
   const AutogradMeta* meta = meta_of(t);
   if (meta && meta->requires_grad_) return;  // a view made a leaf by the user
   const bool current = impl->view_version() == impl->version();
-  if (meta && meta->made_without_grad_) {
+  const ViewCreation creation = meta ? meta->view_creation_ : ViewCreation::kDefault;
+  if (creation == ViewCreation::kWithoutGrad) {
     STRATA_CHECK(current, "[autograd] a view (shape ", t.sizes(), ") was taken under NoGradGuard of a tensor that "
                  "requires grad, and its storage has since been changed in place (through the view, its base or "
                  "another view of it); using it with grad mode on is ambiguous, so it is refused: take the view "
                  "again after the change, or make both the view and its use under NoGradGuard");
     return;
   }
-  STRATA_CHECK(current || !(meta && meta->made_in_function_), "[autograd] a view (shape ", t.sizes(), ") returned by "
+  STRATA_CHECK(current || creation != ViewCreation::kInCustomFunction, "[autograd] a view (shape ", t.sizes(), ") returned by "
                "a custom Function, or a view of one, has had its storage changed in place since (through its base or "
                "another view); regenerating its history would skip the Function's backward, so using it with grad "
                "mode on is refused (Note [Views returned by custom Functions]): clone the Function's output first");

@@ -277,6 +277,34 @@ TEST_CASE("function: a view a Function returns is not changed in place with grad
   CHECK(equal(z.grad(), full({2}, -5.0, kFloat64)));
 }
 
+// The mark passes to views of such a view made by an op without a derivative (the autograd
+// fallback), as to those made by built-in view ops; a view made without grad keeps its own.
+TEST_CASE("function: an op without a derivative passes a Function view's mark on") {
+  Library def("fn_test_first_row", Library::DEF);
+  def.def("first_row(Tensor(a) x) -> Tensor(a)");
+  Library cpu("fn_test_first_row", Library::IMPL, DispatchKey::CPU);
+  cpu.impl("first_row", [](const Tensor& x) { return x.select(0, 0); });
+  Tensor x = tensor({1.0, -2.0, 3.0, 4.0}, kFloat64).requires_grad_();
+  Tensor r = GradReverse::apply(x.view({2, 2}) * 1.0);
+  Tensor row = call("fn_test_first_row::first_row", r).to_tensor();
+  CHECK(row.is_view());
+  expect_error<Error>([&] { row.mul_(2.0); }, "[mul_]", {"custom Function", "clone"});
+  CHECK(row.requires_grad());
+  {
+    NoGradGuard no_grad;
+    row.mul_(2.0);  // as any tensor, under NoGradGuard
+  }
+  expect_error<Error>([&] { (void)(row * 2.0); }, "[autograd]", {"custom Function"});  // stale now
+  Tensor y = x.view({2, 2}) * 1.0;
+  Tensor leaf_view;
+  {
+    NoGradGuard no_grad;
+    leaf_view = y.t();
+  }
+  Tensor of_leaf = call("fn_test_first_row::first_row", leaf_view).to_tensor();
+  expect_error<Error>([&] { of_leaf.mul_(2.0); }, "[mul_]", {"NoGradGuard"});
+}
+
 TEST_CASE("function: the views of a built-in op's Function change in place as before") {
   Tensor x = tensor({1.0, -2.0, 3.0, 4.0}, kFloat64).requires_grad_();
   Tensor y = x * 1.0;

@@ -164,6 +164,56 @@ void function_cases() {
     v.mul_(2);
     return with_grads<L>(y, {x});
   });
+  add_case("autograd Function returning a view, a view of it changed in place", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 1;
+    auto v = TransposeView<L>::apply(y).select(0, 1);
+    v.mul_(2);
+    return with_grads<L>(y, {x});
+  });
+  add_case("autograd Function returning a view, a view of it taken under no_grad", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto v = TransposeView<L>::apply(x * 1);
+    typename L::Tensor u;
+    {
+      typename L::NoGrad no_grad;
+      u = v.select(0, 1);
+    }
+    auto f = flags<L>({u.requires_grad(), u.is_leaf()});
+    auto out = with_grads<L>(u * 3 + v.sum(), {x, u});
+    out.push_back(f);
+    return out;
+  });
+  add_case("autograd Function given a view made under no_grad", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 1;
+    typename L::Tensor v;
+    {
+      typename L::NoGrad no_grad;
+      v = y.view({3, 2});
+    }
+    auto u = TransposeView<L>::apply(v);
+    auto f = flags<L>({u.requires_grad(), u.is_leaf(), has_grad_fn(u)});
+    auto out = with_grads<L>(u * u, {x, v});
+    out.push_back(f);
+    return out;
+  });
+  add_case("autograd Function given a view made under no_grad, its output changed in place", [](auto lib) {
+    using L = decltype(lib);
+    auto x = L::make(ramp(6), {2, 3}, "f64", true);
+    auto y = x * 1;
+    typename L::Tensor v;
+    {
+      typename L::NoGrad no_grad;
+      v = y.view({3, 2});
+    }
+    auto u = TransposeView<L>::apply(v);
+    u.mul_(2);
+    return with_grads<L>(u, {x, v});
+  });
   add_case("autograd Function saved tensor and data", [](auto lib) {
     using L = decltype(lib);
     auto x = L::make(ramp(4), {4}, "f64", true);
