@@ -45,6 +45,24 @@ namespace strata::cuda::detail {
 // Threads. One mutex guards everything, RawMemory calls included: they are rare next to cache
 // hits, and a device malloc under the lock keeps two threads from both growing the cache.
 
+// Note [Capture pools]
+// A CUDA graph replays the launches of one captured run with the addresses they had then,
+// including those of scratch memory an op allocated and freed inside the run (a conv's columns,
+// a split reduction's partials). Had those blocks gone back to the shared cache, a tensor made
+// after the capture could be given one, and every replay would overwrite it. So, as PyTorch's
+// graph pools do, a capture on stream S allocates from a private pool of its own: from
+// begin_capture to end_capture every request on S of that device is served from the pool
+// (split and merged as usual, a block freed inside the capture reused inside it: the replay
+// repeats that order), new segments join the pool, and after end_capture nothing but the pool's
+// own blocks coming back touches it. The pool lives until the graph is destroyed (release_pool):
+// its cached blocks then join the device's shared cache, and blocks still live (the graph's
+// buffers the caller keeps) join it when freed. empty_cache leaves a live pool's segments alone.
+// While any capture is underway the allocator makes no call the capture forbids: it polls no
+// events, waits for none and frees no segment (an allocation the device refuses throws at once),
+// and a block freed with record_stream uses is held until the last capture ends, when its
+// events are recorded. A segment allocated during a capture is not stream work, so the backend
+// allows it (cudaMalloc under the relaxed capture mode, cuda/allocator.cpp).
+
 namespace {
 
 struct BlockOrder {
@@ -60,6 +78,7 @@ constexpr size_t kMaxRequest = std::numeric_limits<size_t>::max() / 2;
 
 struct Block {
   int device;
+  PoolId pool = 0;  // 0: the shared cache; else the capture pool its segment belongs to
   StreamId stream;
   size_t size;
   char* ptr;
@@ -80,12 +99,20 @@ bool BlockOrder::operator()(const Block* a, const Block* b) const {
   return std::less<char*>()(a->ptr, b->ptr);
 }
 
-struct DeviceState {
+// The cached blocks of one pool: a device's shared cache, or one capture's (Note [Capture pools]).
+struct BlockPools {
   BlockSet small_pool;
   BlockSet large_pool;
-  AllocatorStats stats;
 
   BlockSet& pool(bool small) { return small ? small_pool : large_pool; }
+};
+
+struct DeviceState {
+  BlockPools shared;
+  std::unordered_map<PoolId, std::unique_ptr<BlockPools>> capture_pools;
+  std::unordered_map<StreamId, PoolId> capturing;  // streams with a capture underway, and their pool
+  AllocatorStats stats;
+
   void add_allocated(int64_t bytes) {
     stats.allocated_bytes += bytes;
     stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, stats.allocated_bytes);
@@ -133,12 +160,17 @@ CachingAllocator::~CachingAllocator() {
   // What is left are the blocks of segments that still hold live blocks (or events that
   // failed): forget them without freeing their memory.
   std::unordered_set<Block*> blocks;
+  auto add = [&blocks](const BlockPools& pools) {
+    blocks.insert(pools.small_pool.begin(), pools.small_pool.end());
+    blocks.insert(pools.large_pool.begin(), pools.large_pool.end());
+  };
   for (auto& state : devices_) {
-    blocks.insert(state->small_pool.begin(), state->small_pool.end());
-    blocks.insert(state->large_pool.begin(), state->large_pool.end());
+    add(state->shared);
+    for (auto& [id, pools] : state->capture_pools) add(*pools);
   }
   for (auto& [ptr, block] : live_blocks_) blocks.insert(block);
   for (const PendingEvent& pending : pending_events_) blocks.insert(pending.block);
+  blocks.insert(deferred_frees_.begin(), deferred_frees_.end());
   for (Block* block : blocks) delete block;
 }
 
@@ -159,12 +191,20 @@ void* CachingAllocator::allocate(int device, size_t nbytes, StreamId stream) {
   if (nbytes == 0) return nullptr;
   std::lock_guard lock(mutex_);
   DeviceState& state = *devices_[device];
-  process_completed_events();
+  if (captures_underway_ == 0) process_completed_events();
   if (nbytes > kMaxRequest) throw_out_of_memory(device, nbytes);
   const size_t size = round_size(nbytes);
   const bool small = size <= kSmallSize;
-  Block* block = take_free_block(state, small, stream, size);
-  if (block == nullptr) block = new_segment(device, small, stream, size, nbytes);
+  PoolId pool = 0;
+  BlockPools* pools = &state.shared;
+  if (!state.capturing.empty()) {
+    if (auto capture = state.capturing.find(stream); capture != state.capturing.end()) {
+      pool = capture->second;
+      pools = state.capture_pools.at(pool).get();
+    }
+  }
+  Block* block = take_free_block(state, *pools, small, stream, size);
+  if (block == nullptr) block = new_segment(device, *pools, pool, small, stream, size, nbytes);
   const size_t remaining = block->size - size;
   if (small ? remaining >= kMinBlockSize : remaining > kSmallSize) split_block(block, size);
   block->allocated = true;
@@ -174,9 +214,21 @@ void* CachingAllocator::allocate(int device, size_t nbytes, StreamId stream) {
   return block->ptr;
 }
 
+// The pools `block` is cached in: its capture's while that lives, else the shared cache (a block
+// of a released capture pool joins it here, Note [Capture pools]).
+BlockPools& CachingAllocator::pools_of(Block* block) {
+  DeviceState& state = *devices_[block->device];
+  if (block->pool != 0) {
+    if (auto found = state.capture_pools.find(block->pool); found != state.capture_pools.end()) return *found->second;
+    block->pool = 0;
+  }
+  return state.shared;
+}
+
 // The best-fitting free block of `stream` in the pool, taken out of it; nullptr if none fits.
-Block* CachingAllocator::take_free_block(DeviceState& state, bool small, StreamId stream, size_t size) {
-  BlockSet& pool = state.pool(small);
+Block* CachingAllocator::take_free_block(DeviceState& state, BlockPools& pools, bool small, StreamId stream,
+                                         size_t size) {
+  BlockSet& pool = pools.pool(small);
   Block key{};
   key.stream = stream;
   key.size = size;
@@ -191,18 +243,21 @@ Block* CachingAllocator::take_free_block(DeviceState& state, bool small, StreamI
 
 // A block for a request no cached block serves: a new segment, or after out-of-memory
 // handling a block that pending events freed. See Note [CUDA caching allocator].
-Block* CachingAllocator::new_segment(int device, bool small, StreamId stream, size_t size, size_t nbytes) {
+// During a capture nothing is waited for or freed: the request fails at once.
+Block* CachingAllocator::new_segment(int device, BlockPools& pools, PoolId pool, bool small, StreamId stream,
+                                     size_t size, size_t nbytes) {
   DeviceState& state = *devices_[device];
   const size_t bytes = segment_size(size);
   auto block = std::make_unique<Block>();
   void* memory = raw_.malloc(device, bytes);
-  if (memory == nullptr) {
+  if (memory == nullptr && captures_underway_ == 0) {
     synchronize_and_process_events();
-    if (Block* freed = take_free_block(state, small, stream, size)) return freed;
+    if (Block* freed = take_free_block(state, pools, small, stream, size)) return freed;
     memory = malloc_or_empty_cache(device, bytes);
   }
   if (memory == nullptr) throw_out_of_memory(device, nbytes);
   block->device = device;
+  block->pool = pool;
   block->stream = stream;
   block->size = bytes;
   block->ptr = static_cast<char*>(memory);
@@ -223,6 +278,7 @@ void* CachingAllocator::malloc_or_empty_cache(int device, size_t bytes) {
 void CachingAllocator::split_block(Block* block, size_t size) {
   auto rest = std::make_unique<Block>();
   rest->device = block->device;
+  rest->pool = block->pool;
   rest->stream = block->stream;
   rest->size = block->size - size;
   rest->ptr = block->ptr + size;
@@ -232,12 +288,12 @@ void CachingAllocator::split_block(Block* block, size_t size) {
   if (rest->next != nullptr) rest->next->prev = rest.get();
   block->next = rest.get();
   block->size = size;
-  devices_[block->device]->pool(block->small).insert(rest.release());
+  pools_of(block).pool(block->small).insert(rest.release());
 }
 
 // `block` is free and out of every pool: merges it with free neighbours and caches it.
 void CachingAllocator::return_to_pool(Block* block) {
-  BlockSet& pool = devices_[block->device]->pool(block->small);
+  BlockSet& pool = pools_of(block).pool(block->small);
   if (Block* prev = block->prev; prev != nullptr && prev->is_free()) {
     pool.erase(prev);
     block->ptr = prev->ptr;
@@ -256,24 +312,46 @@ void CachingAllocator::return_to_pool(Block* block) {
   pool.insert(block);
 }
 
+namespace {
+// One event on each stream of record_stream, after the work queued there so far; none recorded
+// if any fails.
+std::vector<void*> record_use_events(RawMemory& raw, const Block& block) {
+  std::vector<void*> events;
+  try {
+    for (StreamId stream : block.stream_uses) events.push_back(raw.record_event(block.device, stream));
+  } catch (...) {
+    for (void* event : events) raw.destroy_event(event);
+    throw;
+  }
+  return events;
+}
+}  // namespace
+
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
   Block* block = find_live_block(ptr, "free");
-  // Record every event before changing anything, so a failing runtime leaves the block live.
+  // During a capture, events are recorded when it ends (Note [Capture pools]). Otherwise every
+  // event is recorded before anything changes, so a failing runtime leaves the block live.
+  const bool defer = captures_underway_ > 0 && !block->stream_uses.empty();
   std::vector<void*> events;
-  try {
-    for (StreamId stream : block->stream_uses) events.push_back(raw_.record_event(block->device, stream));
-  } catch (...) {
-    for (void* event : events) raw_.destroy_event(event);
-    throw;
-  }
+  if (!defer) events = record_use_events(raw_, *block);
   live_blocks_.erase(ptr);
   block->allocated = false;
-  block->stream_uses.clear();
   DeviceState& state = *devices_[block->device];
   state.stats.allocated_bytes -= static_cast<int64_t>(block->size);
   ++state.stats.num_frees;
+  if (defer) {
+    block->pending_events = 1;  // held: neither reused nor merged
+    deferred_frees_.push_back(block);
+    return;
+  }
+  release_freed_block(block, std::move(events));
+}
+
+// A freed block waits for its events, or is cached at once when there are none.
+void CachingAllocator::release_freed_block(Block* block, std::vector<void*> events) {
+  block->stream_uses.clear();
   for (void* event : events) pending_events_.push_back(PendingEvent{event, block});
   block->pending_events = static_cast<int>(events.size());
   if (events.empty()) return_to_pool(block);
@@ -324,7 +402,7 @@ void CachingAllocator::synchronize_and_process_events() {
 // Returns every cached segment of `device` that is one free block to the device.
 void CachingAllocator::release_cached_segments(int device) {
   DeviceState& state = *devices_[device];
-  for (BlockSet* pool : {&state.small_pool, &state.large_pool}) {
+  for (BlockSet* pool : {&state.shared.small_pool, &state.shared.large_pool}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* block = *it;
       if (!block->is_whole_segment()) {
@@ -340,8 +418,66 @@ void CachingAllocator::release_cached_segments(int device) {
   }
 }
 
+PoolId CachingAllocator::begin_capture(int device, StreamId stream) {
+  check_device(device, "begin_capture");
+  std::lock_guard lock(mutex_);
+  DeviceState& state = *devices_[device];
+  STRATA_CHECK(state.capturing.count(stream) == 0, "[cuda] begin_capture: stream ", stream, " of device ", device,
+               " is already capturing a CUDA graph");
+  const PoolId pool = next_pool_++;
+  state.capture_pools.emplace(pool, std::make_unique<BlockPools>());
+  state.capturing.emplace(stream, pool);
+  ++captures_underway_;
+  return pool;
+}
+
+void CachingAllocator::end_capture(int device, StreamId stream) {
+  check_device(device, "end_capture");
+  std::lock_guard lock(mutex_);
+  DeviceState& state = *devices_[device];
+  auto found = state.capturing.find(stream);
+  STRATA_CHECK(found != state.capturing.end(), "[cuda] end_capture: no CUDA graph capture is underway on stream ",
+               stream, " of device ", device);
+  state.capturing.erase(found);
+  if (--captures_underway_ > 0) return;
+  // The blocks freed with record_stream uses during captures record their events now.
+  std::vector<Block*> deferred;
+  deferred.swap(deferred_frees_);
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    std::vector<void*> events;
+    try {
+      events = record_use_events(raw_, *deferred[i]);
+    } catch (...) {
+      deferred_frees_.assign(deferred.begin() + static_cast<std::ptrdiff_t>(i), deferred.end());
+      throw;
+    }
+    release_freed_block(deferred[i], std::move(events));
+  }
+}
+
+void CachingAllocator::release_pool(int device, PoolId pool) {
+  check_device(device, "release_pool");
+  std::lock_guard lock(mutex_);
+  DeviceState& state = *devices_[device];
+  auto found = state.capture_pools.find(pool);
+  STRATA_CHECK(found != state.capture_pools.end(), "[cuda] release_pool: device ", device, " has no capture pool ",
+               pool);
+  for (const auto& [stream, capturing] : state.capturing)
+    STRATA_CHECK(capturing != pool, "[cuda] release_pool: pool ", pool, " is still capturing on stream ", stream);
+  const std::unique_ptr<BlockPools> pools = std::move(found->second);
+  state.capture_pools.erase(found);
+  for (BlockSet* cached : {&pools->small_pool, &pools->large_pool}) {
+    for (Block* block : *cached) {
+      block->pool = 0;
+      state.shared.pool(block->small).insert(block);
+    }
+  }
+}
+
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
+  STRATA_CHECK(captures_underway_ == 0, "[cuda] empty_cache: a CUDA graph capture is underway; returning memory to "
+               "the device would wait for it, which the capture forbids: call empty_cache after the capture");
   synchronize_and_process_events();
   for (int device = 0; device < device_count(); ++device) release_cached_segments(device);
 }
@@ -351,9 +487,11 @@ void CachingAllocator::throw_out_of_memory(int device, size_t nbytes) {
   ++stats.num_ooms;
   const auto in_use = static_cast<size_t>(stats.allocated_bytes);
   const auto cached = static_cast<size_t>(stats.reserved_bytes - stats.allocated_bytes);
-  strata::detail::throw_error<strata::Error>("[cuda] CUDA out of memory: tried to allocate ", format_bytes(nbytes),
-                                             " (device ", device, "); ", format_bytes(in_use), " in use, ",
-                                             format_bytes(cached), " cached");
+  strata::detail::throw_error<strata::Error>(
+      "[cuda] CUDA out of memory: tried to allocate ", format_bytes(nbytes), " (device ", device, "); ",
+      format_bytes(in_use), " in use, ", format_bytes(cached), " cached",
+      captures_underway_ > 0 ? " (a CUDA graph capture is underway, so no cached memory was returned to the device)"
+                             : "");
 }
 
 AllocatorStats CachingAllocator::stats(int device) const {

@@ -13,6 +13,7 @@
 namespace strata::cuda::detail {
 
 using StreamId = int64_t;  // 0 = the device's default stream
+using PoolId = uint64_t;    // a private pool of one CUDA graph capture (Note [Capture pools]); never 0
 
 inline constexpr size_t kMinBlockSize = 512;            // every size is rounded up to a multiple
 inline constexpr size_t kSmallSize = size_t{1} << 20;    // largest request served by the small pool
@@ -58,6 +59,7 @@ struct AllocatorStats {
 };
 
 struct Block;
+struct BlockPools;
 struct DeviceState;
 
 // See Note [CUDA caching allocator]. Thread safe: every call takes one mutex.
@@ -81,6 +83,16 @@ class CachingAllocator {
   // Returns every cached unsplit segment to the device, after waiting for pending frees.
   void empty_cache();
 
+  // CUDA graph capture (Note [Capture pools]). From begin_capture to end_capture, allocations on
+  // `stream` of `device` come from a new private pool, whose blocks are reused only inside that
+  // capture and stay reserved for the graph until release_pool; meanwhile no call may wait for
+  // the device or free device memory. A stream captures one graph at a time.
+  PoolId begin_capture(int device, StreamId stream);
+  void end_capture(int device, StreamId stream);
+  // The graph is gone: the pool's cached blocks join the device's shared cache, and its blocks
+  // still live join it when freed.
+  void release_pool(int device, PoolId pool);
+
   AllocatorStats stats(int device) const;
   void reset_peak(int device);  // peaks restart from the current values
   size_t allocation_size(void* ptr) const;  // the rounded size of the live block at `ptr`
@@ -94,11 +106,14 @@ class CachingAllocator {
 
   void check_device(int device, const char* what) const;
   Block* find_live_block(void* ptr, const char* what) const;
-  Block* take_free_block(DeviceState& state, bool small, StreamId stream, size_t size);
-  Block* new_segment(int device, bool small, StreamId stream, size_t size, size_t nbytes);
+  BlockPools& pools_of(Block* block);
+  Block* take_free_block(DeviceState& state, BlockPools& pools, bool small, StreamId stream, size_t size);
+  Block* new_segment(int device, BlockPools& pools, PoolId pool, bool small, StreamId stream, size_t size,
+                     size_t nbytes);
   void* malloc_or_empty_cache(int device, size_t bytes);
   void split_block(Block* block, size_t size);
   void return_to_pool(Block* block);
+  void release_freed_block(Block* block, std::vector<void*> events);
   void process_completed_events();
   void synchronize_and_process_events();
   void release_cached_segments(int device);
@@ -109,6 +124,9 @@ class CachingAllocator {
   std::vector<std::unique_ptr<DeviceState>> devices_;
   std::unordered_map<void*, Block*> live_blocks_;
   std::vector<PendingEvent> pending_events_;  // one per (freed block, stream of record_stream)
+  int captures_underway_ = 0;                 // on any device
+  PoolId next_pool_ = 1;
+  std::vector<Block*> deferred_frees_;        // freed during a capture with record_stream uses
 };
 
 }  // namespace strata::cuda::detail

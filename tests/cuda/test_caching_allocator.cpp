@@ -75,6 +75,7 @@ class FakeRawMemory : public RawMemory {
   }
   bool query_event(void* event) override {
     std::lock_guard lock(mutex_);
+    ++query_calls;
     FakeEvent* fake = known(event);
     return fake != nullptr && fake->done;
   }
@@ -108,6 +109,7 @@ class FakeRawMemory : public RawMemory {
   int free_calls = 0;
   int events_recorded = 0;
   int synchronize_calls = 0;
+  int query_calls = 0;
   std::vector<size_t> malloc_sizes;  // of the successful mallocs
 
  private:
@@ -437,6 +439,92 @@ TEST_CASE("caching allocator: devices keep their own pools and stats") {
   const std::string message = error_message([&] { allocator.allocate(2, 16, 0); });
   CHECK(message.rfind("[cuda] allocate: device 2 is out of range", 0) == 0);
   CHECK(error_message([&] { allocator.stats(-1); }).rfind("[cuda]", 0) == 0);
+}
+
+// Note [Capture pools]: what a graph's replays write must never be handed to anyone else.
+TEST_CASE("caching allocator: a capture allocates from its own pool, reserved for the graph after it") {
+  FakeRawMemory raw;
+  CachingAllocator allocator(raw, 1);
+  void* shared = allocator.allocate(0, 4096, 7);
+  allocator.free(shared);  // cached in the shared pool of stream 7
+  const PoolId pool = allocator.begin_capture(0, 7);
+  void* scratch = allocator.allocate(0, 4096, 7);
+  CHECK(scratch != shared);  // a new segment of the capture's pool, not the shared cache
+  CHECK(raw.malloc_calls == 2);
+  allocator.free(scratch);
+  void* again = allocator.allocate(0, 4096, 7);  // reused inside the capture, as the replay will
+  CHECK(again == scratch);
+  void* other_stream = allocator.allocate(0, 4096, 8);  // other streams are not captured
+  CHECK_FALSE(inside(other_stream, scratch, 2 * kMiB));
+  allocator.free(other_stream);
+  void* kept = allocator.allocate(0, 3 * kMiB, 7);  // a graph buffer the caller keeps
+  allocator.free(again);
+  allocator.end_capture(0, 7);
+  // After the capture: the shared cache serves stream 7 again, never the pool's blocks.
+  void* after = allocator.allocate(0, 4096, 7);
+  CHECK(after == shared);
+  void* more = allocator.allocate(0, 4096, 7);
+  CHECK_FALSE(inside(more, scratch, 2 * kMiB));
+  allocator.free(more);
+  allocator.free(after);
+  allocator.empty_cache();  // the pool's segments stay: the graph may still run
+  CHECK(raw.bytes_in_use == 2 * kMiB + 20 * kMiB);
+  // The graph is gone: the pool's cached blocks join the shared cache, its live one when freed.
+  allocator.release_pool(0, pool);
+  CHECK(allocator.allocate(0, 4096, 7) == scratch);
+  allocator.free(scratch);
+  allocator.free(kept);
+  allocator.empty_cache();
+  CHECK(raw.bytes_in_use == 0);
+  CHECK(allocator.stats(0).reserved_bytes == 0);
+}
+
+TEST_CASE("caching allocator: during a capture nothing waits for the device or frees memory") {
+  FakeRawMemory raw;
+  raw.budget = 4 * kMiB;
+  CachingAllocator allocator(raw, 1);
+  void* before = allocator.allocate(0, 4096, 1);
+  allocator.record_stream(before, 2);
+  allocator.free(before);  // pending on stream 2's event
+  raw.complete_events_on(2);
+  const int queries = raw.query_calls;
+  const PoolId pool = allocator.begin_capture(0, 1);
+  void* block = allocator.allocate(0, 4096, 1);
+  CHECK(raw.query_calls == queries);  // the completed event is not even polled
+  allocator.record_stream(block, 5);
+  const int recorded = raw.events_recorded;
+  allocator.free(block);
+  CHECK(raw.events_recorded == recorded);  // held until the capture ends
+  void* second = allocator.allocate(0, 4096, 1);
+  CHECK(second != block);
+  const std::string message = error_message([&] { allocator.allocate(0, 3 * kMiB, 1); });
+  CHECK(message.find("CUDA out of memory") != std::string::npos);
+  CHECK(message.find("capture is underway") != std::string::npos);
+  CHECK(raw.synchronize_calls == 0);
+  CHECK(raw.free_calls == 0);
+  CHECK(error_message([&] { allocator.empty_cache(); }).find("capture is underway") != std::string::npos);
+  allocator.end_capture(0, 1);
+  CHECK(raw.events_recorded == recorded + 1);  // the held block's event, recorded now
+  raw.complete_events_on(5);
+  allocator.release_pool(0, pool);
+  allocator.empty_cache();
+  CHECK(allocator.stats(0).allocated_bytes == static_cast<int64_t>(4096));  // the second block, still live
+  CHECK(raw.bytes_in_use == 2 * kMiB);  // its segment; the shared one went back
+  allocator.free(second);
+}
+
+TEST_CASE("caching allocator: capture calls out of order throw") {
+  FakeRawMemory raw;
+  CachingAllocator allocator(raw, 1);
+  CHECK(error_message([&] { allocator.end_capture(0, 3); }).rfind("[cuda] end_capture", 0) == 0);
+  const PoolId pool = allocator.begin_capture(0, 3);
+  CHECK(error_message([&] { allocator.begin_capture(0, 3); }).find("already capturing") != std::string::npos);
+  CHECK(error_message([&] { allocator.release_pool(0, pool); }).find("still capturing") != std::string::npos);
+  allocator.end_capture(0, 3);
+  allocator.release_pool(0, pool);
+  CHECK(error_message([&] { allocator.release_pool(0, pool); }).find("no capture pool") != std::string::npos);
+  CHECK(error_message([&] { allocator.begin_capture(1, 3); }).find("out of range") != std::string::npos);
+  CHECK(allocator.begin_capture(0, 3) != pool);  // a new pool for each capture
 }
 
 TEST_CASE("caching allocator: freeing an unknown pointer throws and nullptr is a no-op") {
