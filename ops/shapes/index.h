@@ -63,6 +63,7 @@ inline void check_gather_shapes(const char* op, const Tensor& self, int64_t d, c
     STRATA_CHECK_VALUE(k == d || size_at(index, k) <= size_at(self, k), "[", op, "] index of shape ", index.sizes(),
                        " is larger than self of shape ", self.sizes(), " in dimension ", k);
   if (!src) return;
+  detail::check_same_device(op, self, *src);
   STRATA_CHECK_VALUE(std::max<int64_t>(src->dim(), 1) == index_ndim, "[", op, "] index of shape ", index.sizes(),
                      " must have the same number of dimensions as src of shape ", src->sizes());
   for (int64_t k = 0; k < ndim; ++k)

@@ -159,6 +159,10 @@ TEST_CASE("gather and scatter_add: values along a dim") {
   check_values(scatter_add(zeros({3}, kInt64), 0, tensor({0, 0, 2}), tensor({1, 2, 3, 4})), {3}, kInt64, {3, 0, 3});
   check_meta_matches(gather(m.to(kMeta), 1, index.to(kMeta)), gather(m, 1, index));
   check_meta_matches(scatter_add(m.to(kMeta), 1, index.to(kMeta), m.to(kMeta)), added);
+  // src on another device than self: refused before the kernel reads it (it used to be read as
+  // host memory on the CPU, and as device memory on CUDA).
+  expect_error<Error>([&] { (void)zeros({2, 3}).scatter_add(1, index, ones({2, 2}).to(kMeta)); },
+                      "[scatter_add] expected all tensors on the same device, got cpu and meta");
   expect_error<IndexError>([&] { (void)m.gather(1, tensor(std::vector<int64_t>{3}, {1, 1})); },
                            "[gather] index 3 is out of bounds for dimension 1 with size 3");
   expect_error<TypeError>([&] { (void)m.gather(1, index.to(kInt32)); }, "[gather] expected an int64 index, got Int32");
