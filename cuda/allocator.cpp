@@ -14,10 +14,15 @@ namespace {
 
 class CudaRawMemory final : public RawMemory {
  public:
+  // A segment allocated while this thread captures a graph is not stream work, and the capture
+  // pool keeps it for the graph (Note [Capture pools]): the relaxed mode lets cudaMalloc through.
   void* malloc(int device, size_t nbytes) override {
     DeviceScope scope(device);
     void* data = nullptr;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    check_cuda(cudaThreadExchangeStreamCaptureMode(&mode), "cuda.malloc");
     const cudaError_t status = cudaMalloc(&data, nbytes);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       return nullptr;
@@ -61,7 +66,14 @@ CachingAllocator& caching_allocator() {
   return *allocator;
 }
 
-void release_block(void* data, void* /*context*/, size_t /*nbytes*/) { caching_allocator().free(data); }
+// A storage's deleter, which must not throw: when freeing fails (recording a record_stream event
+// after a device error), the block stays allocated, its memory kept rather than reused too early.
+void release_block(void* data, void* /*context*/, size_t /*nbytes*/) noexcept {
+  try {
+    caching_allocator().free(data);
+  } catch (...) {
+  }
+}
 
 class DeviceAllocator final : public Allocator {
  public:
@@ -94,5 +106,9 @@ MemoryStats device_memory_stats(int device) {
 void empty_device_cache() { caching_allocator().empty_cache(); }
 
 void record_stream(void* data, int /*device*/, int64_t stream_id) { caching_allocator().record_stream(data, stream_id); }
+
+uint64_t begin_capture_pool(int device, int64_t stream_id) { return caching_allocator().begin_capture(device, stream_id); }
+void end_capture_pool(int device, int64_t stream_id) { caching_allocator().end_capture(device, stream_id); }
+void release_capture_pool(int device, uint64_t pool) { caching_allocator().release_pool(device, pool); }
 
 }  // namespace strata::cuda::detail

@@ -56,7 +56,8 @@ void launch_indexed(const char* op, const F& f, const Tensor& out) {
 }
 
 // The (seed, offset) of `numbers` numbers reserved from out's device generator.
-std::pair<uint64_t, uint64_t> reserve_numbers(const Tensor& out, uint64_t numbers) {
+std::pair<uint64_t, uint64_t> reserve_numbers(const Tensor& out, uint64_t numbers, const char* op) {
+  check_not_capturing_random(out.device().index(), op);
   auto& generator = static_cast<PhiloxGenerator&>(default_generator(out.device()));
   std::lock_guard lock(generator.mutex);
   return generator.reserve_offset(numbers);
@@ -134,7 +135,7 @@ void rand_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, st
     if constexpr (is_floating_point(scalar_type_of<T>)) {
       constexpr int digits = cuda::detail::mantissa_digits<T>();
       const uint64_t numbers = static_cast<uint64_t>(out.numel()) * cuda::detail::kNumbersPerElement<digits>;
-      const auto [seed, offset] = cuda::detail::reserve_numbers(out, numbers);
+      const auto [seed, offset] = cuda::detail::reserve_numbers(out, numbers, "rand");
       launch_indexed<T>("rand", cuda::detail::RandOp<digits>{seed, offset}, out);
     }
   });
@@ -144,12 +145,14 @@ void randn_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, s
                     std::optional<Device>, std::optional<bool>) {
   visit_dtype(out.dtype(), [&]<class T>() {
     if constexpr (is_floating_point(scalar_type_of<T>)) {
-      constexpr int digits = cuda::detail::mantissa_digits<T>();
+      // Box-Muller's uniforms take 24 bits below float64, whatever the output's mantissa: with
+      // float16's 11, u1 == 0 would zero one pair in 2048 and the tails would end near 3.9 sigma.
+      constexpr int digits = std::is_same_v<T, double> ? 53 : 24;
       using C = std::conditional_t<digits == 53, double, float>;
       using Op = cuda::detail::RandnPairOp<digits>;
       const int64_t pairs = (out.numel() + 1) / 2;
       const uint64_t numbers = 2 * static_cast<uint64_t>(pairs) * cuda::detail::kNumbersPerElement<digits>;
-      const auto [seed, offset] = cuda::detail::reserve_numbers(out, numbers);
+      const auto [seed, offset] = cuda::detail::reserve_numbers(out, numbers, "randn");
       cuda::detail::launch_on("randn", out, pairs, cuda::detail::pair_kernel<T, C, Op>, out.numel(), out.data_ptr(),
                               Op{seed, offset});
     }
@@ -159,7 +162,7 @@ void randn_out_cuda(const Tensor& out, IntArrayRef, std::optional<ScalarType>, s
 void randint_low_out_cuda(const Tensor& out, int64_t low, int64_t high, IntArrayRef, std::optional<ScalarType>,
                           std::optional<Layout>, std::optional<Device>, std::optional<bool>) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  const auto [seed, offset] = cuda::detail::reserve_numbers(out, 2 * static_cast<uint64_t>(out.numel()));
+  const auto [seed, offset] = cuda::detail::reserve_numbers(out, 2 * static_cast<uint64_t>(out.numel()), "randint");
   const cuda::detail::RandintOp op{seed, offset, low, range};
   visit_dtype(out.dtype(), [&]<class T>() { launch_indexed<T>("randint", op, out); });
 }

@@ -65,7 +65,10 @@ class CudaHooks final : public DeviceHooks {
     return Stream(Device(kCUDA, device), exchange_current_stream_id(device, stream.id()));
   }
   Stream create_stream(int device) const override { return Stream(Device(kCUDA, device), create_pool_stream(device)); }
+  // The default stream's native handle is null, which means the current device's: each call
+  // on a stream runs with the stream's device current.
   bool query_stream(const Stream& stream) const override {
+    DeviceScope scope(stream.device().index());
     const cudaError_t status = cudaStreamQuery(native(stream));
     if (status == cudaErrorNotReady) {
       (void)cudaGetLastError();
@@ -75,6 +78,7 @@ class CudaHooks final : public DeviceHooks {
     return true;
   }
   void synchronize_stream(const Stream& stream) const override {
+    DeviceScope scope(stream.device().index());
     check_cuda(cudaStreamSynchronize(native(stream)), "Stream.synchronize");
   }
 
@@ -156,23 +160,55 @@ class CudaHooks final : public DeviceHooks {
   mutable std::array<std::unique_ptr<PhiloxGenerator>, kMaxDevices> generators_;
 };
 
-// Host <-> device copies go on the device's stream (see Note [Pinned host memory]). Between two devices the copy runs on the
-// source's stream and, to keep the destination's stream from reading too early, the host waits
-// for it: non_blocking applies to host <-> device copies only.
+// A one-shot event recorded on `stream` of `device`. cudaEventDestroy may come before the event
+// completes: the driver releases it once it has.
+class RecordedEvent {
+ public:
+  RecordedEvent(int device, cudaStream_t stream) {
+    DeviceScope scope(device);
+    check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "copy_");
+    const cudaError_t status = cudaEventRecord(event_, stream);
+    if (status != cudaSuccess) (void)cudaEventDestroy(event_);
+    check_cuda(status, "copy_");
+  }
+  ~RecordedEvent() { (void)cudaEventDestroy(event_); }
+  RecordedEvent(const RecordedEvent&) = delete;
+  RecordedEvent& operator=(const RecordedEvent&) = delete;
+  void block(int device, cudaStream_t stream) const {
+    DeviceScope scope(device);
+    check_cuda(cudaStreamWaitEvent(stream, event_, 0), "copy_");
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Note [Copies between two GPUs]
+// Host <-> device copies go on the device's stream (see Note [Pinned host memory]); without
+// non_blocking the host waits for them. A copy between two devices runs on the source's stream
+// and never makes the host wait, whatever non_blocking says (as in PyTorch: no host memory takes
+// part, and each side's work is ordered by its streams). The two streams meet at a two-way
+// barrier: the copy waits for what the destination's current stream queued before it (work that
+// may still read or write dst), and the destination's stream waits for the copy before running
+// anything queued after it. Memory freed on either side afterwards is reused on its own stream,
+// which is ordered after the copy by the same barrier.
 void CudaHooks::copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
                            const Stream* stream, bool non_blocking) const {
   const Device device = src_device.is_cuda() ? src_device : dst_device;
   DeviceScope scope(device.index());
   const cudaStream_t native_stream = stream ? native(*stream) : current_native_stream(device.index());
   if (src_device.is_cuda() && dst_device.is_cuda() && src_device != dst_device) {
-    check_cuda(cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(), nbytes, native_stream), "copy_");
-    non_blocking = false;
-  } else {
-    check_cuda(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, native_stream), "copy_");
-    // A pinned host block must outlive the copy even if its tensor dies first.
-    if (non_blocking) record_host_use(src_device.is_cpu() ? src : dst, device.index(), native_stream);
+    const int dst_index = dst_device.index();
+    const cudaStream_t dst_stream = current_native_stream(dst_index);
+    RecordedEvent(dst_index, dst_stream).block(device.index(), native_stream);
+    check_cuda(cudaMemcpyPeerAsync(dst, dst_index, src, src_device.index(), nbytes, native_stream), "copy_");
+    RecordedEvent(device.index(), native_stream).block(dst_index, dst_stream);
+    return;
   }
-  if (!non_blocking) check_cuda(cudaStreamSynchronize(native_stream), "copy_");
+  check_cuda(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, native_stream), "copy_");
+  // A pinned host block must outlive the copy even if its tensor dies first.
+  if (non_blocking) record_host_use(src_device.is_cpu() ? src : dst, device.index(), native_stream);
+  else check_cuda(cudaStreamSynchronize(native_stream), "copy_");
 }
 
 const CudaHooks cuda_hooks;

@@ -50,6 +50,9 @@ class PinnedHostAllocator final : public Allocator {
     cudaEvent_t event = nullptr;
     check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "copy_");
     check_cuda(cudaEventRecord(event, stream), "copy_");
+    // A block kept alive and copied every step (a pinned staging buffer) would otherwise
+    // gather one event per copy until it is freed.
+    drop_completed(block->events);
     block->events.push_back(event);
   }
 
@@ -77,19 +80,21 @@ class PinnedHostAllocator final : public Allocator {
     self->free_[block.size].push_back(data);
   }
 
+  static void drop_completed(std::vector<cudaEvent_t>& events) {
+    std::erase_if(events, [](cudaEvent_t event) {
+      if (cudaEventQuery(event) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      (void)cudaEventDestroy(event);
+      return true;
+    });
+  }
+
   // Events of free blocks that have completed are dropped; a free block with none left is reusable.
   void reclaim_completed_locked() {
-    for (auto& [data, block] : blocks_) {
-      if (block.in_use || block.events.empty()) continue;
-      std::erase_if(block.events, [](cudaEvent_t event) {
-        if (cudaEventQuery(event) != cudaSuccess) {
-          (void)cudaGetLastError();
-          return false;
-        }
-        (void)cudaEventDestroy(event);
-        return true;
-      });
-    }
+    for (auto& [data, block] : blocks_)
+      if (!block.in_use && !block.events.empty()) drop_completed(block.events);
   }
 
   void* take_cached_locked(size_t size) {

@@ -195,6 +195,7 @@ void native_dropout_out_cuda(const Tensor& output, const Tensor& mask, const Ten
   if (count == 0) return;
   const Tensor keep_mask = dense_destination(mask, kBool), result = dense_destination(output, input.dtype());
   const Tensor x = dense_as(input, input.dtype());
+  cuda::detail::check_not_capturing_random(output.device().index(), "native_dropout");
   auto& generator = static_cast<PhiloxGenerator&>(default_generator(output.device()));
   std::pair<uint64_t, uint64_t> seed_offset;
   {

@@ -26,6 +26,9 @@ int64_t current_stream_id(int device);
 cudaStream_t current_native_stream(int device);
 // The calling thread's current device.
 int current_device();
+// Throws for an op that draws random numbers while the current stream of `device` is capturing
+// a CUDA graph: the numbers would be fixed at capture, so every replay would repeat them.
+void check_not_capturing_random(int device, std::string_view op);
 
 // Makes `device` current for a scope and restores the previous one (no call when they agree).
 class DeviceScope {

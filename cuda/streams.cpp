@@ -79,6 +79,18 @@ int64_t exchange_current_stream_id(int device, int64_t stream_id) {
 
 cudaStream_t current_native_stream(int device) { return native_stream(device, current_stream_id(device)); }
 
+// The default stream (id 0) is the legacy stream, which cannot capture.
+void check_not_capturing_random(int device, std::string_view op) {
+  const int64_t stream_id = current_stream_id(device);
+  if (stream_id == 0) return;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(native_stream(device, stream_id), &status), op);
+  if (status == cudaStreamCaptureStatusNone) return;
+  strata::detail::throw_error<strata::Error>(
+      "[", op, "] draws random numbers, which a CUDA graph would fix at capture and repeat on every replay; "
+      "run it outside the captured function (for dropout: capture the model in eval mode)");
+}
+
 int current_device() {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cuda.current_device");

@@ -12,12 +12,13 @@ namespace strata::jit {
 // Note [CUDA graphs]
 // A launch-bound model (many small kernels) spends its time in the host's launch calls. A CUDA
 // graph records the launches of one run and replays them all with one call. CudaGraph:
-// - runs the graph once on its own stream, keeping every tensor of the run alive, so the
-//   caching allocator then holds blocks for each of the capture's allocations (no cudaMalloc,
-//   which capture forbids, during the capture);
-// - records a second run on the same stream (cudaStreamBeginCapture), again keeping every
-//   tensor, its inputs' copies and its outputs alive for the CudaGraph's life: a replay writes
-//   into exactly those buffers, so no block of theirs may go back to the allocator meanwhile;
+// - runs the graph once on its own stream (warming up what initialises lazily: cuBLAS handles,
+//   kernel modules);
+// - records a second run on the same stream (cudaStreamBeginCapture), keeping every tensor, its
+//   inputs' copies and its outputs alive for the CudaGraph's life. The capture allocates from a
+//   private pool of the caching allocator (Note [Capture pools] in cuda/caching_allocator.cpp):
+//   a replay writes into exactly the buffers of the captured run, the scratch memory ops freed
+//   inside it included, so none of them may be handed to anyone else while the graph lives;
 // - replays by copying new inputs into the captured input buffers, launching the graph, and
 //   copying the outputs out, all on its stream, ordered after the caller's current stream's
 //   work and before anything the caller queues next.
@@ -89,14 +90,14 @@ CudaGraph::CudaGraph(Graph graph, const tensor_list& example_inputs) : state_(st
   }
   state.inputs = copies_of(example_inputs);
   state.stream.synchronize();
-  backend->begin_capture(state.stream);
+  void* capture = backend->begin_capture(state.stream);
   try {
     state.outputs = detail::run_graph(state.graph, state.inputs, &state.kept);
   } catch (...) {
-    backend->abort_capture(state.stream);
+    backend->abort_capture(capture, state.stream);
     throw;
   }
-  state.executable = backend->end_capture(state.stream);
+  state.executable = backend->end_capture(capture, state.stream);
 }
 
 CudaGraph::~CudaGraph() = default;

@@ -8,14 +8,18 @@ namespace strata::jit::detail {
 class GraphCaptureBackend {
  public:
   virtual ~GraphCaptureBackend() = default;
-  // Starts recording the launches queued on `stream` (by this thread) instead of running them.
-  virtual void begin_capture(const Stream& stream) const = 0;
+  // Starts recording the launches queued on `stream` (by this thread) instead of running them;
+  // returns the capture, which end_capture or abort_capture takes. Memory allocated on `stream`
+  // meanwhile is the graph's alone until it is destroyed (Note [Capture pools] in
+  // cuda/caching_allocator.cpp).
+  virtual void* begin_capture(const Stream& stream) const = 0;
   // Ends the recording and returns the instantiated, replayable graph.
-  virtual void* end_capture(const Stream& stream) const = 0;
+  virtual void* end_capture(void* capture, const Stream& stream) const = 0;
   // Ends a recording that failed, dropping what was recorded; never throws.
-  virtual void abort_capture(const Stream& stream) const noexcept = 0;
+  virtual void abort_capture(void* capture, const Stream& stream) const noexcept = 0;
   // Queues one replay of `graph` on `stream`.
   virtual void replay(void* graph, const Stream& stream) const = 0;
+  // The graph is gone: its memory goes back to the allocator.
   virtual void destroy(void* graph) const noexcept = 0;
 };
 

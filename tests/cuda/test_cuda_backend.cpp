@@ -7,6 +7,7 @@
 #include <strata/tensor/cuda.h>
 #include <strata/tensor/device_hooks.h>
 
+#include <cmath>
 #include <string>
 
 using namespace strata;
@@ -234,4 +235,19 @@ TEST_CASE("cuda backend: long reductions split over the GPU agree with the CPU" 
   const auto [cpu_values, cpu_indices] = peaks.reshape({4, n / 4}).max(1, false);
   CHECK(equal(values.cpu(), cpu_values));
   CHECK(equal(indices.cpu(), cpu_indices));
+}
+
+// Note [CUDA random numbers]: randn's Box-Muller takes 24-bit uniforms for every dtype below
+// float64. From the dtype's own 11 (float16) or 8 (bfloat16) bits, one pair in 2048 (or 256)
+// came out exactly zero and no value passed 3.9 (or 3.3) sigma.
+TEST_CASE("cuda: randn in float16 and bfloat16 has no zero pairs and full tails" * doctest::skip(gpu_missing)) {
+  for (ScalarType dtype : {kFloat16, kBFloat16}) {
+    CAPTURE(dtype);
+    manual_seed(3);
+    const Tensor x = randn({1 << 20}, TensorOptions().dtype(dtype).device(kCUDA)).to(kFloat32).cpu();
+    CHECK(eq(x, 0).sum().item<int64_t>() <= 2);
+    CHECK(x.abs().max().item<float>() > 4.2f);
+    CHECK(std::abs(x.mean().item<float>()) < 0.01f);
+    CHECK(std::abs(x.std().item<float>() - 1.0f) < 0.01f);
+  }
 }
