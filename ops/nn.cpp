@@ -16,6 +16,7 @@
 #include <strata/dispatch/library.h>
 #include <strata/ops/eigen_math.h>
 #include <strata/ops/elementwise.h>
+#include <strata/ops/lane_sum.h>
 #include <strata/ops/op_helpers.h>
 #include <strata/ops/shapes/nn.h>
 #include <strata/ops/structured.h>
@@ -225,13 +226,12 @@ Tensor dropout_composite(const Tensor& input, double p, bool train) {
 // Each row's mean and variance are computed in two passes (mean first, then the mean of the
 // squared deviations) accumulated in double, so rows with a large offset lose nothing;
 // rstd = 1 / sqrt(var + eps) with the biased variance, as in PyTorch.
+// Both sums run in double lanes (Note [Lane sums] in ops/lane_sum.h).
 template <class C>
 void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, double eps, C* mean_out, C* rstd_out) {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  const double sum = detail::lane_sum(x, n, [](auto v) { return v; });
   const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
-  double squares = 0;
-  for (int64_t i = 0; i < n; ++i) squares += (static_cast<double>(x[i]) - mean) * (static_cast<double>(x[i]) - mean);
+  const double squares = detail::lane_sum(x, n, [mean](auto v) { return (v - mean) * (v - mean); });
   const double rstd = 1.0 / std::sqrt((n > 0 ? squares / static_cast<double>(n) : 0.0) + eps);
   const C mean_c = static_cast<C>(mean), rstd_c = static_cast<C>(rstd);
   for (int64_t i = 0; i < n; ++i) {

@@ -6,6 +6,8 @@
 
 #include <strata/autograd/function.h>
 #include <strata/dispatch/library.h>
+#include <strata/ops/eigen_math.h>
+#include <strata/ops/lane_sum.h>
 #include <strata/ops/structured.h>
 
 #include <cmath>
@@ -118,6 +120,21 @@ struct LogSumExpReducer {
       acc.sum += std::exp(value - acc.max);
     }
   }
+  // A whole row: its maximum, then one vectorised pass of exp (Note [Eigen exp underflow] in
+  // ops/eigen_math.h). An infinite maximum takes the element-by-element rules above; NaN
+  // anywhere makes the sum (or the maximum) NaN.
+  Acc fold_row(const T* row, int64_t n) const {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (n > 0) {
+        const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> in(row, n);
+        const T max = in.maxCoeff();
+        if (!std::isinf(max)) return {max, detail::full_range_exp(in - max).sum()};
+      }
+    }
+    Acc acc = init();
+    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<C>(row[i]), i);
+    return acc;
+  }
   void store(int64_t index, const Acc& acc) const { out[index] = static_cast<T>(acc.max + std::log(acc.sum)); }
 };
 
@@ -154,6 +171,15 @@ struct NormReducer {
       case NormKind::negative_infinity: acc = is_nan(acc) || acc <= magnitude ? acc : magnitude; break;
       case NormKind::general: acc += std::pow(magnitude, p); break;
     }
+  }
+  // A whole run: the 2-norm's squares in double lanes (Note [Lane sums]); the other kinds one by one.
+  Acc fold_row(const T* row, int64_t n) const {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (kind == NormKind::two) return detail::chunked_lane_sum(row, n, [](auto v) { return v * v; });
+    }
+    Acc acc = init();
+    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<compute_type_t<T>>(row[i]), i);
+    return acc;
   }
   void store(int64_t index, const Acc& acc) const {
     if (kind == NormKind::two) out[index] = static_cast<T>(std::sqrt(acc));
