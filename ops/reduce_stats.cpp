@@ -52,7 +52,8 @@ std::optional<IntArrayRef> dims_or_all(IntArrayRef dims) {
 
 // ---------------------------------------------------------------------------------------
 // var and std. Note [Variance]
-// Welford's algorithm in double: one pass, no catastrophic cancellation. The sum of squared
+// Welford's algorithm in double: one pass, no catastrophic cancellation (a contiguous run of
+// float32 or float64 takes two passes instead, mean then deviations, also in double). The sum of squared
 // deviations is divided by max(N - correction, 0), correction 1 when unbiased: one element
 // with the correction gives NaN (0/0), as in PyTorch. std is the square root of var.
 
@@ -71,6 +72,19 @@ struct VarianceReducer {
     const double delta = x - acc.mean;
     acc.mean += delta / static_cast<double>(acc.count);
     acc.squares += delta * (x - acc.mean);
+  }
+  // A whole run in two passes over double lanes (Note [Lane sums]): the mean, then the squared
+  // deviations from it. As accurate as Welford's one pass, and free of its division per element.
+  Acc fold_row(const T* row, int64_t n) const {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const double mean = n > 0 ? detail::chunked_lane_sum(row, n, [](auto v) { return v; }) / static_cast<double>(n)
+                                : 0.0;
+      const double squares = detail::chunked_lane_sum(row, n, [mean](auto v) { return (v - mean) * (v - mean); });
+      return {n, mean, squares};
+    }
+    Acc acc = init();
+    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<compute_type_t<T>>(row[i]), i);
+    return acc;
   }
   void store(int64_t index, const Acc& acc) const {
     const double variance = acc.squares / divisor;
