@@ -54,3 +54,38 @@ TEST_CASE("overlap: interleaved views that share no element are fine; shared ele
   expect_error<Error>([&] { z.slice(0, 0, 8, 2).add_(z.slice(0, 3, 7)); }, "[add_]", {kOverlap});  // shares z[4], z[6]
   CHECK(equal(z, arange(8, kFloat32)));
 }
+
+// Note [Transposing copies]: 4-byte copies whose source runs across the destination's rows move
+// 4 x 4 blocks through registers; every shape (edges that are not multiples of 4 or of the 32
+// block, batches of matrices, strided rows) must give the element-by-element result.
+TEST_CASE("copies: transposing copies of 4-byte elements equal the element-by-element copy") {
+  auto check = [](const Tensor& source) {
+    CAPTURE(source.sizes());
+    CAPTURE(source.strides());
+    const Tensor copied = source.contiguous();
+    REQUIRE(copied.is_contiguous());
+    // The reference: each element read through its own index.
+    const Tensor flat = copied.reshape({-1});
+    const int64_t n = source.numel();
+    std::vector<int64_t> index(static_cast<size_t>(source.dim()), 0);
+    bool same = true;
+    for (int64_t i = 0; i < n && same; ++i) {
+      Tensor element = source;
+      for (int64_t d = source.dim() - 1; d >= 0; --d) element = element.select(d, index[static_cast<size_t>(d)]);
+      same = element.item<double>() == flat[i].item<double>();
+      for (int64_t d = source.dim() - 1; d >= 0; --d) {
+        if (++index[static_cast<size_t>(d)] < source.size(d)) break;
+        index[static_cast<size_t>(d)] = 0;
+      }
+    }
+    CHECK(same);
+  };
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{8, 8}, {9, 13}, {37, 53}, {64, 33}, {4, 100}}) {
+    check(arange(rows * cols, kFloat32).view({rows, cols}).t());
+    check(arange(rows * cols, kInt32).view({rows, cols}).t());
+  }
+  check(arange(3 * 17 * 10, kFloat32).view({3, 17, 10}).transpose(1, 2));          // a batch of matrices
+  check(arange(2 * 5 * 9 * 11, kFloat32).view({2, 5, 9, 11}).permute({0, 2, 3, 1}));  // NCHW viewed as NHWC
+  check(arange(40 * 30, kFloat32).view({40, 30}).slice(1, 0, 30, 2).t());            // strided source rows
+  check(arange(2 * 5 * 9 * 11, kFloat32).view({2, 5, 9, 11}).contiguous(MemoryFormat::ChannelsLast));
+}
