@@ -224,10 +224,11 @@ GatherWalk gather_walk(const Tensor& self, int64_t d, const Tensor& index, const
   return walk;
 }
 
-// Calls fn(self_offset, index_offset, other_offset) for positions [begin, end) of the walk.
+// Calls fn(self_offset, index_offset, other_offset) for positions [begin, end) of the walk, in
+// order, a row of the innermost dim at a time (the outer coordinates move once per row).
 template <class Fn>
 void for_each_position(const GatherWalk& walk, int64_t begin, int64_t end, const Fn& fn) {
-  const size_t ndim = walk.sizes.size();
+  const size_t ndim = walk.sizes.size(), last = ndim - 1;
   DimVector coords(ndim, 0);
   int64_t remainder = begin, self_offset = 0, index_offset = 0, other_offset = 0;
   for (size_t k = ndim; k-- > 0;) {
@@ -237,9 +238,19 @@ void for_each_position(const GatherWalk& walk, int64_t begin, int64_t end, const
     index_offset += coords[k] * walk.index_strides[k];
     other_offset += coords[k] * walk.other_strides[k];
   }
-  for (int64_t p = begin; p < end; ++p) {
-    fn(self_offset, index_offset, other_offset);
-    for (size_t k = ndim; k-- > 0;) {  // advance the row-major counter
+  const int64_t inner = walk.sizes[last], self_step = walk.self_strides[last], index_step = walk.index_strides[last],
+                other_step = walk.other_strides[last];
+  for (int64_t p = begin; p < end;) {
+    const int64_t count = std::min(inner - coords[last], end - p);
+    for (int64_t j = 0; j < count; ++j) fn(self_offset + j * self_step, index_offset + j * index_step, other_offset + j * other_step);
+    p += count;
+    if (p == end) break;
+    // Back to the start of the row, then carry into the outer dims.
+    self_offset -= coords[last] * self_step;
+    index_offset -= coords[last] * index_step;
+    other_offset -= coords[last] * other_step;
+    coords[last] = 0;
+    for (size_t k = last; k-- > 0;) {
       self_offset += walk.self_strides[k];
       index_offset += walk.index_strides[k];
       other_offset += walk.other_strides[k];
@@ -268,10 +279,13 @@ void gather_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Te
     const T* input = detail::data_of<T>(self);
     const int64_t* indices = detail::data_of<int64_t>(index);
     T* output = detail::data_of<T>(out);
+    const int64_t dim_stride = walk.dim_stride, dim_size = walk.dim_size;
     auto body = [&](int64_t begin, int64_t end) {
-      for_each_position(walk, begin, end, [&](int64_t self_offset, int64_t index_offset, int64_t out_offset) {
-        const int64_t position = checked_position("gather", indices[index_offset], walk, d);
-        output[out_offset] = input[self_offset + position * walk.dim_stride];
+      for_each_position(walk, begin, end, [=, &walk](int64_t self_offset, int64_t index_offset, int64_t out_offset) {
+        const int64_t position = indices[index_offset];
+        if (static_cast<uint64_t>(position) >= static_cast<uint64_t>(dim_size)) [[unlikely]]
+          checked_position("gather", position, walk, d);  // throws
+        output[out_offset] = input[self_offset + position * dim_stride];
       });
     };
     detail::run_chunked(out.numel(), body);
