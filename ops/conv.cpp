@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace strata {
@@ -371,30 +372,76 @@ void conv2d_backward_out_cpu(const Tensor& grad_input, const Tensor& grad_weight
 // ---------------------------------------------------------------------------------------
 // max_pool2d.
 
-// The max of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
+// The max of each window (NaN wins, as in PyTorch) and its flat index in the input plane. Ties
+// keep the first; within a window row the first NaN ends the row (a later row's NaN then wins).
+// The comparisons select without branching: on real data they are coin flips, and mispredicted
+// branches cost more than the rest of the window. The shape is read into locals, which the
+// stores through `indices` (int64, like PoolShape's fields) would otherwise force to reload.
 template <class T>
 void max_pool_plane(const T* x, T* y, int64_t* indices, const PoolShape& s) {
   using C = compute_type_t<T>;
-  for (int64_t oh = 0; oh < s.out_h; ++oh) {
-    for (int64_t ow = 0; ow < s.out_w; ++ow) {
-      int64_t best = -1;
-      C best_value{};
-      for (int64_t i = 0; i < s.kernel_h; ++i) {
-        const int64_t h = oh * s.stride_h - s.pad_h + i * s.dilation_h;
-        if (h < 0 || h >= s.height) continue;
-        for (int64_t j = 0; j < s.kernel_w; ++j) {
-          const int64_t w = ow * s.stride_w - s.pad_w + j * s.dilation_w;
-          if (w < 0 || w >= s.width) continue;
-          const C value = static_cast<C>(x[h * s.width + w]);
-          if (best < 0 || value > best_value || value != value) {
-            best = h * s.width + w;
-            best_value = value;
-            if (value != value) break;
+  const int64_t out_h = s.out_h, out_w = s.out_w, height = s.height, width = s.width, kernel_h = s.kernel_h,
+                kernel_w = s.kernel_w, stride_h = s.stride_h, stride_w = s.stride_w, pad_h = s.pad_h, pad_w = s.pad_w,
+                dilation_h = s.dilation_h, dilation_w = s.dilation_w;
+  // Without horizontal padding and with every window inside the row, a whole output row is
+  // scanned window element by window element, each step independent across the row's outputs
+  // (no chain of dependent compares, and a loop the compiler can vectorise).
+  if (pad_w == 0 && (out_w - 1) * stride_w + (kernel_w - 1) * dilation_w < width) {
+    const auto width_out = static_cast<size_t>(out_w);
+    const std::unique_ptr<C[]> best_value(new C[width_out]);  // not vector<C>: C may be bool
+    const std::unique_ptr<int64_t[]> best(new int64_t[width_out]);
+    const std::unique_ptr<unsigned char[]> row_nan(new unsigned char[width_out]);
+    C* __restrict values = best_value.get();
+    int64_t* __restrict where = best.get();
+    unsigned char* __restrict ended = row_nan.get();
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      std::fill_n(where, out_w, int64_t{-1});
+      std::fill_n(values, out_w, C{});
+      for (int64_t i = 0; i < kernel_h; ++i) {
+        const int64_t h = oh * stride_h - pad_h + i * dilation_h;
+        if (h < 0 || h >= height) continue;
+        std::fill_n(ended, out_w, static_cast<unsigned char>(0));
+        for (int64_t j = 0; j < kernel_w; ++j) {
+          const int64_t first = h * width + j * dilation_w;
+          const T* __restrict src = x + first;
+          for (int64_t ow = 0; ow < out_w; ++ow) {
+            const C value = static_cast<C>(src[ow * stride_w]);
+            const bool nan = value != value;
+            const bool take = !ended[ow] & ((where[ow] < 0) | (value > values[ow]) | nan);
+            where[ow] = take ? first + ow * stride_w : where[ow];
+            values[ow] = take ? value : values[ow];
+            ended[ow] = static_cast<unsigned char>(ended[ow] | (take & nan));
           }
         }
       }
-      y[oh * s.out_w + ow] = static_cast<T>(best_value);
-      indices[oh * s.out_w + ow] = best;
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        y[oh * out_w + ow] = static_cast<T>(values[ow]);
+        indices[oh * out_w + ow] = where[ow];
+      }
+    }
+    return;
+  }
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      int64_t best = -1;
+      C best_value{};
+      for (int64_t i = 0; i < kernel_h; ++i) {
+        const int64_t h = oh * stride_h - pad_h + i * dilation_h;
+        if (h < 0 || h >= height) continue;
+        bool row_nan = false;
+        for (int64_t j = 0; j < kernel_w; ++j) {
+          const int64_t w = ow * stride_w - pad_w + j * dilation_w;
+          if (w < 0 || w >= width) continue;
+          const C value = static_cast<C>(x[h * width + w]);
+          const bool nan = value != value;
+          const bool take = !row_nan & ((best < 0) | (value > best_value) | nan);
+          best = take ? h * width + w : best;
+          best_value = take ? value : best_value;
+          row_nan |= take & nan;
+        }
+      }
+      y[oh * out_w + ow] = static_cast<T>(best_value);
+      indices[oh * out_w + ow] = best;
     }
   }
 }

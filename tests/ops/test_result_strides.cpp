@@ -366,13 +366,16 @@ TEST_CASE("result strides: max_pool2d on channels-last input pools in NHWC, with
   Tensor x = randn({2, 5, 9, 8});
   x.data_ptr<float>()[17] = std::numeric_limits<float>::quiet_NaN();  // NaN wins its window
   x.data_ptr<float>()[200] = std::numeric_limits<float>::quiet_NaN();
+  x.data_ptr<float>()[202] = std::numeric_limits<float>::quiet_NaN();  // two in one window row
+  x.data_ptr<float>()[210] = std::numeric_limits<float>::quiet_NaN();  // and in the next row
   const Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
   struct PoolCase {
     std::vector<int64_t> kernel, stride, padding, dilation;
     bool ceil;
   };
   for (const PoolCase& c : {PoolCase{{2, 2}, {}, {0, 0}, {1, 1}, false}, PoolCase{{3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
-                            PoolCase{{3, 2}, {1, 2}, {1, 0}, {2, 1}, false}}) {
+                            PoolCase{{3, 2}, {1, 2}, {1, 0}, {2, 1}, false},
+                            PoolCase{{3, 3}, {1, 1}, {0, 0}, {1, 1}, false}, PoolCase{{2, 3}, {2, 1}, {0, 0}, {1, 2}, true}}) {
     const auto [values, indices] = max_pool2d_with_indices(cl, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
     const auto [plain_values, plain_indices] =
         max_pool2d_with_indices(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
