@@ -271,6 +271,143 @@ void native_layer_norm_out_cpu(const Tensor& output, const Tensor& mean, const T
   write_back(rstd, rstds);
 }
 
+// native_layer_norm_backward (Note [Layer norm backward]): any backend by the composite below;
+// the CPU in one fused pass per row for grad_input and one pass over column blocks for the
+// weight's and bias's gradients, all sums in double.
+std::vector<int64_t> layer_norm_dims(const Tensor& x, IntArrayRef normalized_shape, bool rows) {
+  const int64_t axis = x.dim() - static_cast<int64_t>(normalized_shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if ((d >= axis) == rows) dims.push_back(d);
+  return dims;
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_composite(const Tensor& grad, const Tensor& x,
+                                                                 IntArrayRef normalized_shape, const Tensor& mean,
+                                                                 const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                                 const std::optional<Tensor>& bias,
+                                                                 const std::vector<bool>& output_mask) {
+  const std::vector<int64_t> row_dims = layer_norm_dims(x, normalized_shape, true);
+  const std::vector<int64_t> batch_dims = layer_norm_dims(x, normalized_shape, false);
+  double row_size = 1;
+  for (int64_t size : normalized_shape) row_size *= static_cast<double>(size);
+  const Tensor xhat = (x - mean) * rstd;
+  const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
+  Tensor grad_input, grad_weight, grad_bias;
+  if (output_mask.size() > 0 && output_mask[0]) {
+    const Tensor gw = has_weight ? grad * *weight : grad;
+    const Tensor mean_gw = gw.sum(row_dims, true) / row_size;
+    const Tensor mean_gw_xhat = (gw * xhat).sum(row_dims, true) / row_size;
+    grad_input = rstd * (gw - mean_gw - xhat * mean_gw_xhat);
+  }
+  if (output_mask.size() > 1 && output_mask[1] && has_weight)
+    grad_weight = batch_dims.empty() ? grad * xhat : (grad * xhat).sum(batch_dims);
+  if (output_mask.size() > 2 && output_mask[2] && has_bias) grad_bias = batch_dims.empty() ? grad : grad.sum(batch_dims);
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// grad_input of one row: rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = grad * weight.
+template <class C>
+void layer_norm_backward_row(const C* g, const C* x, const C* w, C* dx, int64_t n, double mean, double rstd) {
+  using detail::Double4;
+  Double4 sum_gw = {0, 0, 0, 0}, sum_gw_xhat = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    Double4 gw = detail::load_as_double4(g + j);
+    if (w) gw *= detail::load_as_double4(w + j);
+    sum_gw += gw;
+    sum_gw_xhat += gw * ((detail::load_as_double4(x + j) - mean) * rstd);
+  }
+  double total_gw = (sum_gw[0] + sum_gw[1]) + (sum_gw[2] + sum_gw[3]);
+  double total_gw_xhat = (sum_gw_xhat[0] + sum_gw_xhat[1]) + (sum_gw_xhat[2] + sum_gw_xhat[3]);
+  for (; j < n; ++j) {
+    const double gw = static_cast<double>(g[j]) * (w ? static_cast<double>(w[j]) : 1.0);
+    total_gw += gw;
+    total_gw_xhat += gw * ((static_cast<double>(x[j]) - mean) * rstd);
+  }
+  const C mean_gw = static_cast<C>(total_gw / static_cast<double>(n));
+  const C mean_gw_xhat = static_cast<C>(total_gw_xhat / static_cast<double>(n));
+  const C mean_c = static_cast<C>(mean), rstd_c = static_cast<C>(rstd);
+  for (int64_t i = 0; i < n; ++i) {
+    const C gw = w ? g[i] * w[i] : g[i];
+    dx[i] = rstd_c * (gw - mean_gw - (x[i] - mean_c) * rstd_c * mean_gw_xhat);
+  }
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cpu(const Tensor& grad, const Tensor& input,
+                                                                  IntArrayRef normalized_shape, const Tensor& mean,
+                                                                  const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                                  const std::optional<Tensor>& bias,
+                                                                  const std::vector<bool>& output_mask) {
+  constexpr const char* op = "native_layer_norm_backward";
+  const shapes::LayerNormGeometry shape = shapes::layer_norm_geometry(input, normalized_shape, weight, bias);
+  for (const Tensor* t : {&grad, &mean, &rstd}) detail::check_same_device(op, input, *t);
+  STRATA_CHECK_VALUE(grad.sizes() == input.sizes(), "[", op, "] grad_out of shape ", grad.sizes(),
+                     " does not match input of shape ", input.sizes());
+  STRATA_CHECK_VALUE(mean.numel() == shape.rows && rstd.numel() == shape.rows, "[", op, "] mean (", mean.numel(),
+                     " elements) and rstd (", rstd.numel(), ") must hold one value per row (", shape.rows, ")");
+  STRATA_CHECK_VALUE(output_mask.size() == 3, "[", op, "] output_mask must have 3 entries, got ", output_mask.size());
+  const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
+  const bool want_input = output_mask[0], want_weight = output_mask[1] && has_weight,
+             want_bias = output_mask[2] && has_bias;
+  const ScalarType compute = float_compute_type(input.dtype());
+  const Tensor x = contiguous_as(input, compute), g = contiguous_as(grad, compute);
+  const Tensor means = contiguous_as(mean, compute), rstds = contiguous_as(rstd, compute);
+  const Tensor w = has_weight ? contiguous_as(*weight, compute) : Tensor();
+  const Device device = input.device();
+  Tensor grad_input = want_input ? detail::make_empty(input.sizes(), compute, device) : Tensor();
+  Tensor grad_weight = want_weight ? detail::make_empty(normalized_shape, compute, device) : Tensor();
+  Tensor grad_bias = want_bias ? detail::make_empty(normalized_shape, compute, device) : Tensor();
+  const int64_t rows = shape.rows, n = shape.row_size;
+  visit_dtype(compute, [&]<class C>() {
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+      const C *x_data = detail::data_of<C>(x), *g_data = detail::data_of<C>(g);
+      const C *mean_data = detail::data_of<C>(means), *rstd_data = detail::data_of<C>(rstds);
+      const C* w_data = has_weight ? detail::data_of<C>(w) : nullptr;
+      if (want_input && n > 0) {
+        C* dx = detail::data_of<C>(grad_input);
+        for_each_block(DimLayout{rows, n, 1}, [&](int64_t r) {
+          layer_norm_backward_row(g_data + r * n, x_data + r * n, w_data, dx + r * n, n,
+                                  static_cast<double>(mean_data[r]), static_cast<double>(rstd_data[r]));
+        });
+      }
+      if (!want_weight && !want_bias) return;
+      // Columns in blocks, each summed over every row in double.
+      constexpr int64_t kBlock = 256;
+      C* dw = want_weight ? detail::data_of<C>(grad_weight) : nullptr;
+      C* db = want_bias ? detail::data_of<C>(grad_bias) : nullptr;
+      auto columns = [&](int64_t begin, int64_t end) {
+        double acc_w[kBlock], acc_b[kBlock];
+        for (int64_t block = begin; block < end; ++block) {
+          const int64_t first = block * kBlock, width = std::min(kBlock, n - first);
+          std::fill_n(acc_w, width, 0.0);
+          std::fill_n(acc_b, width, 0.0);
+          for (int64_t r = 0; r < rows; ++r) {
+            const C* gr = g_data + r * n + first;
+            const C* xr = x_data + r * n + first;
+            const double m = static_cast<double>(mean_data[r]), s = static_cast<double>(rstd_data[r]);
+            for (int64_t j = 0; j < width; ++j) {
+              acc_w[j] += static_cast<double>(gr[j]) * ((static_cast<double>(xr[j]) - m) * s);
+              acc_b[j] += static_cast<double>(gr[j]);
+            }
+          }
+          for (int64_t j = 0; j < width; ++j) {
+            if (dw) dw[first + j] = static_cast<C>(acc_w[j]);
+            if (db) db[first + j] = static_cast<C>(acc_b[j]);
+          }
+        }
+      };
+      const int64_t blocks = (n + kBlock - 1) / kBlock;
+      const int64_t grain = std::max<int64_t>(1, kDefaultGrainSize / std::max<int64_t>(1, rows * kBlock));
+      if (blocks <= grain) columns(0, blocks);
+      else parallel_for(0, blocks, grain, columns);
+    }
+  });
+  auto finish = [](const Tensor& t, ScalarType dtype) { return t.defined() && t.dtype() != dtype ? detail::cast_to(t, dtype) : t; };
+  return {finish(grad_input, input.dtype()), has_weight ? finish(grad_weight, weight->dtype()) : grad_weight,
+          has_bias ? finish(grad_bias, bias->dtype()) : grad_bias};
+}
+
 std::tuple<Tensor, Tensor, Tensor> call_native_layer_norm(const Tensor& input, IntArrayRef normalized_shape,
                                                           const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, double eps) {
@@ -370,11 +507,18 @@ STRATA_LIBRARY_FRAGMENT(strata, m) {
   m.def("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
         "float eps=1e-05, bool cudnn_enable=True) -> Tensor",
         &layer_norm_composite);
+  m.def("native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, "
+        "Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
   def_structured<&shapes::embedding>(m, "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, "
                                 "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor");
   m.def("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         &embedding_dense_backward_composite);
+}
+
+// The composite serves every backend without a kernel of its own (CUDA, Meta).
+STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
+  m.impl("native_layer_norm_backward", &layer_norm_backward_composite);
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
@@ -386,6 +530,7 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("_log_softmax_backward_data", structured<&_log_softmax_backward_data, &softmax_backward_out_cpu<true>>());
   m.impl("native_dropout", structured<&shapes::native_dropout, &native_dropout_out_cpu>());
   m.impl("native_layer_norm", structured<&shapes::native_layer_norm, &native_layer_norm_out_cpu>());
+  m.impl("native_layer_norm_backward", &native_layer_norm_backward_cpu);
   m.impl("embedding", structured<&shapes::embedding, &embedding_out_cpu>());
 }
 
@@ -461,37 +606,40 @@ struct LayerNormFunction : autograd::Function<LayerNormFunction> {
                              const Tensor& weight, const Tensor& bias, double eps) {
     auto [output, mean, rstd] = call_native_layer_norm(input, normalized_shape, detail::as_optional(weight),
                                                        detail::as_optional(bias), eps);
-    ctx->save_for_backward({input, weight, mean, rstd});
+    ctx->save_for_backward({input, weight, mean, rstd, bias});  // bias: only whether it is there, as in ATen
     ctx->saved_data["normalized_ndim"] = static_cast<int64_t>(normalized_shape.size());
     ctx->saved_data["eps"] = eps;
     ctx->mark_non_differentiable({mean, rstd});
     return {output, mean, rstd};
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    static const auto backward_op =
+        find_op("strata::native_layer_norm_backward")
+            .typed<std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, IntArrayRef, const Tensor&,
+                                                      const Tensor&, const std::optional<Tensor>&,
+                                                      const std::optional<Tensor>&, const std::vector<bool>&)>();
     const auto saved = autograd::detail::saved_tensors(*ctx);
     const Tensor &x = saved[0], &weight = saved[1];
     Tensor mean = saved[2], rstd = saved[3];
-    const int64_t normalized_ndim = ctx->saved_data["normalized_ndim"].to_int(), axis = x.dim() - normalized_ndim;
-    std::vector<int64_t> row_dims, batch_dims;
-    for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? batch_dims : row_dims).push_back(d);
-    const double row_size = static_cast<double>(x.numel() / std::max<int64_t>(mean.numel(), 1));
-    if (is_grad_enabled()) {  // See Note [Layer norm backward]
+    const int64_t normalized_ndim = ctx->saved_data["normalized_ndim"].to_int();
+    const IntArrayRef normalized_shape = x.sizes().slice(static_cast<size_t>(x.dim() - normalized_ndim));
+    const std::vector<bool> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(2), ctx->needs_input_grad(3)};
+    const std::optional<Tensor> bias_present = detail::as_optional(saved[4]);
+    if (is_grad_enabled()) {  // See Note [Layer norm backward]: recomputed, differentiably
+      const std::vector<int64_t> row_dims = layer_norm_dims(x, normalized_shape, true);
+      double row_size = 1;
+      for (int64_t size : normalized_shape) row_size *= static_cast<double>(size);
       mean = x.sum(row_dims, true) / row_size;
       const Tensor centered = x - mean;
       rstd = rsqrt((centered * centered).sum(row_dims, true) / row_size + ctx->saved_data["eps"].to_double());
+      auto [dx, dw, db] =
+          layer_norm_backward_composite(grads[0], x, normalized_shape, mean, rstd, detail::as_optional(weight),
+                                        bias_present, mask);
+      return {dx, Tensor(), dw, db, Tensor()};
     }
-    const Tensor& g = grads[0];
-    const Tensor xhat = (x - mean) * rstd;
-    tensor_list result(5);
-    if (ctx->needs_input_grad(0)) {
-      const Tensor gw = weight.defined() ? g * weight : g;
-      const Tensor mean_gw = gw.sum(row_dims, true) / row_size;
-      const Tensor mean_gw_xhat = (gw * xhat).sum(row_dims, true) / row_size;
-      result[0] = rstd * (gw - mean_gw - xhat * mean_gw_xhat);
-    }
-    if (ctx->needs_input_grad(2)) result[2] = batch_dims.empty() ? g * xhat : (g * xhat).sum(batch_dims);
-    if (ctx->needs_input_grad(3)) result[3] = batch_dims.empty() ? g : g.sum(batch_dims);
-    return result;
+    auto [dx, dw, db] =
+        backward_op.call(grads[0], x, normalized_shape, mean, rstd, detail::as_optional(weight), bias_present, mask);
+    return {dx, Tensor(), dw, db, Tensor()};
   }
 };
 

@@ -172,6 +172,37 @@ TEST_CASE("layer_norm: gradients for input, weight and bias, first and second or
   check_gradgradcheck([](const tensor_list& in) { return tensor_list{layer_norm(in[0], {2})}; }, {y});
 }
 
+// native_layer_norm_backward's CPU kernel fuses what its composite computes (used under
+// create_graph, and by other backends); both must agree, with or without weight and bias.
+TEST_CASE("layer_norm: the fused CPU backward equals the composite one") {
+  manual_seed(5);
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{7, 300}, {3, 5}, {1, 1024}, {33, 2}}) {
+    CAPTURE(rows);
+    CAPTURE(n);
+    const Tensor x = randn({rows, n}).requires_grad_(), w = randn({n}).requires_grad_(), b = randn({n}).requires_grad_();
+    const Tensor seed = randn({rows, n});
+    const tensor_list fused = autograd::grad({layer_norm(x, {n}, w, b)}, {x, w, b}, {seed});
+    const tensor_list composite = autograd::grad({layer_norm(x, {n}, w, b)}, {x, w, b}, {seed}, false, true);
+    for (size_t i = 0; i < 3; ++i) CHECK(allclose(fused[i], composite[i].detach(), 1e-4, 1e-5));
+    const tensor_list plain = autograd::grad({layer_norm(x, {n})}, {x}, {seed});
+    const tensor_list plain_composite = autograd::grad({layer_norm(x, {n})}, {x}, {seed}, false, true);
+    CHECK(allclose(plain[0], plain_composite[0].detach(), 1e-4, 1e-5));
+  }
+  // float16 computes in float32 and returns float16 gradients.
+  const Tensor half = randn({4, 16}).to(kFloat16).requires_grad_();
+  const Tensor weight = ones({16}, kFloat16).requires_grad_();
+  layer_norm(half, {16}, weight).sum().backward();
+  CHECK(half.grad().dtype() == kFloat16);
+  CHECK(weight.grad().dtype() == kFloat16);
+  CHECK(allclose(half.grad().to(kFloat32), zeros({4, 16}), 0, 1e-2));  // d(sum of a normalised row)/dx = 0
+  expect_error<ValueError>(
+      [&] {
+        (void)call("strata::native_layer_norm_backward", ones({2, 3}), ones({2, 4}), std::vector<int64_t>{4},
+                   ones({2, 1}), ones({2, 1}), IValue(), IValue(), std::vector<bool>{true, false, false});
+      },
+      "[native_layer_norm_backward] grad_out of shape [2, 3] does not match input of shape [2, 4]");
+}
+
 TEST_CASE("embedding: rows by index, gradients scatter-add into the rows") {
   Tensor weight = arange(6, kFloat32).view({3, 2});
   Tensor indices = tensor(std::vector<int64_t>{2, 0, 2, 1}, {2, 2});

@@ -43,6 +43,7 @@ const std::vector<CoveredOp>& covered_ops() {
       {"strata::_log_softmax_backward_data", "strata::log_softmax.int"},
       {"strata::native_dropout", "strata::dropout"},
       {"strata::native_layer_norm", "strata::layer_norm"},
+      {"strata::native_layer_norm_backward", "strata::layer_norm"},
       {"strata::embedding_dense_backward", "strata::embedding"},
   };
   return covered;
