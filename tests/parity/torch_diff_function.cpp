@@ -113,6 +113,13 @@ struct TransposeView : L::template Function<TransposeView<L>> {
   static TensorList<L> backward(typename L::Ctx*, TensorList<L> grads) { return {grads[0].t() * 2}; }
 };
 
+// f() run under no_grad: a view it takes of a tensor that requires grad is made without grad.
+template <class L, class F>
+typename L::Tensor without_grad(const F& f) {
+  typename L::NoGrad no_grad;
+  return f();
+}
+
 // What a Function recorded during backward, as a float64 tensor.
 template <class L>
 typename L::Tensor recorded(const std::vector<double>& seen) {
@@ -176,11 +183,7 @@ void function_cases() {
     using L = decltype(lib);
     auto x = L::make(ramp(6), {2, 3}, "f64", true);
     auto v = TransposeView<L>::apply(x * 1);
-    typename L::Tensor u;
-    {
-      typename L::NoGrad no_grad;
-      u = v.select(0, 1);
-    }
+    auto u = without_grad<L>([&] { return v.select(0, 1); });
     auto f = flags<L>({u.requires_grad(), u.is_leaf()});
     auto out = with_grads<L>(u * 3 + v.sum(), {x, u});
     out.push_back(f);
@@ -190,11 +193,7 @@ void function_cases() {
     using L = decltype(lib);
     auto x = L::make(ramp(6), {2, 3}, "f64", true);
     auto y = x * 1;
-    typename L::Tensor v;
-    {
-      typename L::NoGrad no_grad;
-      v = y.view({3, 2});
-    }
+    auto v = without_grad<L>([&] { return y.view({3, 2}); });
     auto u = TransposeView<L>::apply(v);
     auto f = flags<L>({u.requires_grad(), u.is_leaf(), has_grad_fn(u)});
     auto out = with_grads<L>(u * u, {x, v});
@@ -205,11 +204,7 @@ void function_cases() {
     using L = decltype(lib);
     auto x = L::make(ramp(6), {2, 3}, "f64", true);
     auto y = x * 1;
-    typename L::Tensor v;
-    {
-      typename L::NoGrad no_grad;
-      v = y.view({3, 2});
-    }
+    auto v = without_grad<L>([&] { return y.view({3, 2}); });
     auto u = TransposeView<L>::apply(v);
     u.mul_(2);
     return with_grads<L>(u, {x, v});
