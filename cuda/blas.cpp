@@ -122,6 +122,19 @@ void gemm(const char* op, int device, ScalarType dtype, const GemmCall& call, co
 void row_major_gemm(const char* op, int device, ScalarType dtype, int64_t rows, int64_t depth, int64_t cols,
                     const void* a, MatrixStrides a_strides, const void* b, MatrixStrides b_strides, void* c,
                     int64_t ldc, const GemmBatch& batch, double beta) {
+  if (depth == 0) {  // an empty sum (conv2d with no input channels): C = beta * C, without cuBLAS
+    STRATA_CHECK_VALUE(beta == 0.0 || beta == 1.0, "[", op, "] a product over an empty dimension supports beta 0 or "
+                       "1, got ", beta);
+    if (beta == 1.0 || rows == 0 || cols == 0) return;
+    DeviceScope scope(device);
+    const auto item = static_cast<size_t>(element_size(dtype));
+    for (int64_t i = 0; i < batch.count; ++i)
+      check_cuda(cudaMemset2DAsync(static_cast<char*>(c) + static_cast<size_t>(i * batch.stride_c) * item,
+                                   static_cast<size_t>(ldc) * item, 0, static_cast<size_t>(cols) * item,
+                                   static_cast<size_t>(rows), current_native_stream(device)),
+                 op);
+    return;
+  }
   STRATA_INTERNAL_ASSERT(matrix_order(rows, depth, a_strides) != MatrixOrder::strided &&
                              matrix_order(depth, cols, b_strides) != MatrixOrder::strided,
                          "row_major_gemm operand layout");

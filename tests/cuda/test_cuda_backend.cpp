@@ -251,3 +251,12 @@ TEST_CASE("cuda: randn in float16 and bfloat16 has no zero pairs and full tails"
     CHECK(std::abs(x.std().item<float>() - 1.0f) < 0.01f);
   }
 }
+
+// conv2d with no input channels is the bias alone; cuBLAS cannot take the empty product (its
+// leading dimension would be 0), so it is skipped.
+TEST_CASE("cuda: conv2d with zero input channels gives the bias" * doctest::skip(gpu_missing)) {
+  const Tensor x = randn({2, 0, 5, 5}), w = randn({3, 0, 3, 3}), b = randn({3});
+  const Tensor on_gpu = conv2d(x.cuda(), w.cuda(), b.cuda(), {1, 1}, {1, 1});
+  CHECK(allclose(on_gpu.cpu(), conv2d(x, w, b, {1, 1}, {1, 1})));
+  CHECK(allclose(conv2d(x.cuda(), w.cuda()).cpu(), zeros({2, 3, 3, 3})));
+}
