@@ -282,6 +282,12 @@ std::vector<int64_t> layer_norm_dims(const Tensor& x, IntArrayRef normalized_sha
   return dims;
 }
 
+double layer_norm_row_size(IntArrayRef normalized_shape) {
+  double size = 1;
+  for (int64_t d : normalized_shape) size *= static_cast<double>(d);
+  return size;
+}
+
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_composite(const Tensor& grad, const Tensor& x,
                                                                  IntArrayRef normalized_shape, const Tensor& mean,
                                                                  const Tensor& rstd, const std::optional<Tensor>& weight,
@@ -289,8 +295,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_composite(const Tensor& g
                                                                  const std::vector<bool>& output_mask) {
   const std::vector<int64_t> row_dims = layer_norm_dims(x, normalized_shape, true);
   const std::vector<int64_t> batch_dims = layer_norm_dims(x, normalized_shape, false);
-  double row_size = 1;
-  for (int64_t size : normalized_shape) row_size *= static_cast<double>(size);
+  const double row_size = layer_norm_row_size(normalized_shape);
   const Tensor xhat = (x - mean) * rstd;
   const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
   Tensor grad_input, grad_weight, grad_bias;
@@ -627,8 +632,7 @@ struct LayerNormFunction : autograd::Function<LayerNormFunction> {
     const std::optional<Tensor> bias_present = detail::as_optional(saved[4]);
     if (is_grad_enabled()) {  // See Note [Layer norm backward]: recomputed, differentiably
       const std::vector<int64_t> row_dims = layer_norm_dims(x, normalized_shape, true);
-      double row_size = 1;
-      for (int64_t size : normalized_shape) row_size *= static_cast<double>(size);
+      const double row_size = layer_norm_row_size(normalized_shape);
       mean = x.sum(row_dims, true) / row_size;
       const Tensor centered = x - mean;
       rstd = rsqrt((centered * centered).sum(row_dims, true) / row_size + ctx->saved_data["eps"].to_double());

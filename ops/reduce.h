@@ -64,6 +64,15 @@ Tensor reduce_input(const Tensor& self, const ReduceShape& shape, ReduceLayout& 
 // over one reduced row runs along contiguous memory; tasks are spread with parallel_for.
 inline constexpr int64_t kFoldWidth = 64;
 
+// A run folded one value at a time: what a reducer's fold_row falls back to for the dtypes or
+// cases its faster path does not take.
+template <class T, class Reducer>
+typename Reducer::Acc fold_each(const Reducer& reducer, const T* row, int64_t n) {
+  typename Reducer::Acc acc = reducer.init();
+  for (int64_t i = 0; i < n; ++i) reducer.fold(acc, static_cast<compute_type_t<T>>(row[i]), i);
+  return acc;
+}
+
 // fold_layout's loop for inner == 1 with a reducer's fold_row, kept out of line so that the
 // column loop compiles as it does without it (Note [Loops kept out of line], ops/elementwise.h).
 template <class T, class Reducer>

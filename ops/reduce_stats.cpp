@@ -82,9 +82,7 @@ struct VarianceReducer {
       const double squares = detail::chunked_lane_sum(row, n, [mean](auto v) { return (v - mean) * (v - mean); });
       return {n, mean, squares};
     }
-    Acc acc = init();
-    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<compute_type_t<T>>(row[i]), i);
-    return acc;
+    return detail::fold_each(*this, row, n);
   }
   void store(int64_t index, const Acc& acc) const {
     const double variance = acc.squares / divisor;
@@ -145,9 +143,7 @@ struct LogSumExpReducer {
         if (!std::isinf(max)) return {max, detail::full_range_exp(in - max).sum()};
       }
     }
-    Acc acc = init();
-    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<C>(row[i]), i);
-    return acc;
+    return detail::fold_each(*this, row, n);
   }
   void store(int64_t index, const Acc& acc) const { out[index] = static_cast<T>(acc.max + std::log(acc.sum)); }
 };
@@ -191,9 +187,7 @@ struct NormReducer {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       if (kind == NormKind::two) return detail::chunked_lane_sum(row, n, [](auto v) { return v * v; });
     }
-    Acc acc = init();
-    for (int64_t i = 0; i < n; ++i) fold(acc, static_cast<compute_type_t<T>>(row[i]), i);
-    return acc;
+    return detail::fold_each(*this, row, n);
   }
   void store(int64_t index, const Acc& acc) const {
     if (kind == NormKind::two) out[index] = static_cast<T>(std::sqrt(acc));
